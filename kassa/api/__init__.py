@@ -1,0 +1,1 @@
+"""The merchant-facing HTTP API: the operation table, request pipeline, handlers and rendering."""

@@ -1,0 +1,31 @@
+"""What a handler receives (the checked request) and what it returns (the reply fields)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kassa.domain.merchants import Endpoint
+
+if TYPE_CHECKING:
+    from kassa.api.operations import Operation
+    from kassa.runtime import Services
+
+
+@dataclass(frozen=True, slots=True)
+class OperationRequest:
+    op: Operation
+    serial: str
+    endpoint: Endpoint  # as addressed: an endpoint or a group
+    values: dict[str, Any]  # checked field values
+    form: dict[str, str]  # canonical field names, trimmed text
+    services: Services
+
+    @property
+    def merchant_id(self) -> int:
+        return self.endpoint.merchant.id
+
+
+Reply = dict[str, str]
+Handler = Callable[[OperationRequest], Awaitable[Reply]]

@@ -1,0 +1,171 @@
+"""Field rules of request schemas: each field names its validator, which turns text into a checked value.
+
+A validator receives the field's text and the whole form (a few rules depend on another field: an
+amount on its currency, a CVV on the card's brand). It raises ``FieldProblem`` with a phrase that
+follows the field's name in the merchant-facing message ("amount has more fraction digits ...").
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import re
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from kassa.api.errors import ApiError, Code, field_error
+from kassa.domain import cards, money
+
+
+class FieldProblem(ValueError):
+    pass
+
+
+Validator = Callable[[str, Mapping[str, str]], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    name: str
+    check: Validator
+    required: bool = False
+    description: str = ""
+
+
+def validate(fields: Sequence[Field], form: Mapping[str, str]) -> dict[str, Any]:
+    """Checks ``form`` against ``fields`` in declared order; the first problem is refused with code 1."""
+    values: dict[str, Any] = {}
+    for field in fields:
+        text = form.get(field.name, "")
+        if text == "":
+            if field.required:
+                raise field_error(field.name, "is required")
+            continue
+        try:
+            values[field.name] = field.check(text, form)
+        except cards.CardError as problem:
+            if problem.field:  # the message already names the field at fault
+                raise ApiError(Code.FIELD, str(problem)) from None
+            raise field_error(field.name, str(problem)) from None
+        except (FieldProblem, money.AmountError) as problem:
+            raise field_error(field.name, str(problem)) from None
+    return values
+
+
+def text(max_length: int = 128) -> Validator:
+    def check(value: str, _form: Mapping[str, str]) -> str:
+        if len(value) > max_length:
+            raise FieldProblem(f"is longer than {max_length} characters")
+        if any(ord(ch) < 32 for ch in value):
+            raise FieldProblem("contains control characters")
+        return value
+
+    return check
+
+
+def digits(max_length: int = 19) -> Validator:
+    def check(value: str, _form: Mapping[str, str]) -> str:
+        if not (value.isascii() and value.isdigit()) or len(value) > max_length:
+            raise FieldProblem(f"must be at most {max_length} digits")
+        return value
+
+    return check
+
+
+def order_id(value: str, _form: Mapping[str, str]) -> int:
+    if not (value.isascii() and value.isdigit()) or len(value) > 18:
+        raise FieldProblem("must be a gateway order id (digits)")
+    return int(value)
+
+
+_EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$")
+
+
+def email(value: str, _form: Mapping[str, str]) -> str:
+    if len(value) > 254 or not _EMAIL.match(value):
+        raise FieldProblem("is not an e-mail address")
+    return value
+
+
+def url(value: str, _form: Mapping[str, str]) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname or len(value) > 1024:
+        raise FieldProblem("must be an absolute http(s) URL")
+    return value
+
+
+def ip_address(value: str, _form: Mapping[str, str]) -> str:
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        raise FieldProblem("is not an IP address") from None
+
+
+def serial(value: str, _form: Mapping[str, str]) -> str:
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        raise FieldProblem("is not a serial number (UUID)") from None
+
+
+def currency_code(value: str, _form: Mapping[str, str]) -> money.Currency:
+    return money.currency(value)
+
+
+def amount(*, positive: bool = True) -> Validator:
+    def check(value: str, form: Mapping[str, str]) -> int:
+        try:
+            cur = money.currency(form.get("currency", ""))
+        except money.AmountError:
+            raise FieldProblem("needs a valid currency") from None
+        minor = money.parse_amount(value, cur)
+        if positive and minor <= 0:
+            raise FieldProblem("must be greater than zero")
+        if not positive and minor != 0:
+            raise FieldProblem("must be zero for an account verification")
+        return minor
+
+    return check
+
+
+def card_number(value: str, _form: Mapping[str, str]) -> str:
+    return cards.normalize_pan(value)
+
+
+def expire_month(value: str, _form: Mapping[str, str]) -> int:
+    if not (value.isascii() and value.isdigit() and 1 <= int(value) <= 12 and len(value) <= 2):
+        raise FieldProblem("must be 01 to 12")
+    return int(value)
+
+
+def expire_year(value: str, form: Mapping[str, str]) -> int:
+    """The 4-digit year; also refuses a card past its expiry month, as CONTRACT §9 asks before processing."""
+    today = datetime.datetime.now(datetime.UTC).date()
+    try:
+        return cards.parse_expiry(form.get("expire_month", ""), value, today).year
+    except cards.CardError as problem:
+        if problem.field is None:
+            raise FieldProblem("is in the past: the card is expired") from None
+        raise
+
+
+def cvv(value: str, form: Mapping[str, str]) -> str:
+    try:
+        brand = cards.brand_of(cards.normalize_pan(form.get("credit_card_number", "")))
+    except cards.CardError:
+        brand = None
+    if not cards.cvv_valid(value, brand):
+        raise FieldProblem("has the wrong length for the card")
+    return value
+
+
+def choice(*allowed: str) -> Validator:
+    def check(value: str, _form: Mapping[str, str]) -> str:
+        if value not in allowed:
+            raise FieldProblem("must be one of " + ", ".join(allowed))
+        return value
+
+    return check

@@ -1,0 +1,14 @@
+"""Rules shared by handlers of several operation families."""
+
+from __future__ import annotations
+
+from kassa.api.errors import ApiError, Code
+from kassa.domain.merchants import Endpoint
+
+
+def serving_endpoint(addressed: Endpoint, currency: str) -> Endpoint:
+    """The endpoint that takes a request in ``currency``: the addressed one, or the group's member."""
+    endpoint = addressed.for_currency(currency)
+    if endpoint is None:
+        raise ApiError(Code.CURRENCY, f"currency {currency} is not served by endpoint {addressed.id}")
+    return endpoint

@@ -1,0 +1,95 @@
+"""Card operations that start an order: sale (and, as they arrive, preauth and account verification)."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+import orjson
+
+from kassa.api.context import OperationRequest, Reply
+from kassa.api.errors import ApiError, Code
+from kassa.api.handlers.common import serving_endpoint
+from kassa.domain import cards
+from kassa.domain.lifecycle import TxType
+from kassa.domain.money import Currency
+from kassa.storage import orders as order_store
+from kassa.storage.orders import NewCard, NewOrder, Started
+from kassa.vault.keys import cvv_context, pan_context
+
+_CUSTOMER_FIELDS = (
+    "first_name", "last_name", "ssn", "birthday", "address1", "city", "state", "zip_code", "country",
+    "phone", "cell_phone", "site_url", "purpose", "preferred_language", "ipaddress",
+)  # fmt: skip
+
+
+async def sale(req: OperationRequest) -> Reply:
+    return await start_card_order(req, TxType.SALE)
+
+
+async def start_card_order(req: OperationRequest, tx_type: TxType) -> Reply:
+    values = req.values
+    cur: Currency = values["currency"]
+    endpoint = serving_endpoint(req.endpoint, cur.code)
+    problem = endpoint.amount_limit_problem(values["amount"])
+    if problem:
+        raise ApiError(Code.AMOUNT, problem)
+    new = _new_order(req, tx_type, endpoint.id, cur)
+    started = await req.services.db.write(lambda conn: order_store.start_order(conn, new))
+    if not started.created and started.request_fingerprint != new.request_fingerprint:
+        raise ApiError(Code.DUPLICATE, "client_orderid was already used with different fields")
+    if started.created:
+        req.services.wake_workers()
+    return async_reply(req, started)
+
+
+def async_reply(req: OperationRequest, started: Started) -> Reply:
+    return {
+        "type": "async-response",
+        "status": "processing",
+        "serial-number": started.serial,
+        "merchant-order-id": req.values["client_orderid"],
+        "paynet-order-id": str(started.order_id),
+        "end-point-id": str(started.endpoint_id),
+    }
+
+
+def _new_order(req: OperationRequest, tx_type: TxType, endpoint_id: int, cur: Currency) -> NewOrder:
+    values, vault = req.values, req.services.vault
+    pan: str = values["credit_card_number"]
+    return NewOrder(
+        merchant_id=req.merchant_id,
+        endpoint_id=endpoint_id,
+        client_orderid=values["client_orderid"],
+        tx_type=tx_type,
+        amount=values.get("amount", 0),
+        currency=cur.code,
+        email=values.get("email", ""),
+        order_desc=values.get("order_desc", ""),
+        customer=orjson.dumps({k: req.form[k] for k in _CUSTOMER_FIELDS if req.form.get(k)}).decode(),
+        redirect_url=values.get("redirect_url"),
+        server_callback_url=values.get("server_callback_url"),
+        notify_url=values.get("notify_url"),
+        merchant_data=values.get("merchant_data"),
+        request_fingerprint=request_fingerprint(req),
+        serial=req.serial,
+        card=NewCard(
+            pan_ciphertext=vault.encrypt(pan, pan_context(req.merchant_id)),
+            pan_fingerprint=vault.fingerprint(pan),
+            bin=cards.bin_of(pan),
+            last_four=cards.last_four(pan),
+            brand=(brand.value if (brand := cards.brand_of(pan)) else None),
+            exp_month=values["expire_month"],
+            exp_year=values["expire_year"],
+            holder_name=values.get("card_printed_name", ""),
+        ),
+        cvv_ciphertext=vault.encrypt(values["cvv2"], cvv_context(req.serial)),
+        now_ms=time.time_ns() // 1_000_000,
+    )
+
+
+def request_fingerprint(req: OperationRequest) -> str:
+    """Identifies "the same fields" for duplicate detection. Keyed by the vault, since it covers card data."""
+    declared = {field.name for field in req.op.fields} - {"control"}
+    canonical = "&".join(f"{k}={v}" for k, v in sorted(req.form.items()) if k in declared)
+    return req.services.vault.fingerprint(hashlib.sha256(canonical.encode()).hexdigest())

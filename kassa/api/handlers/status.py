@@ -1,0 +1,92 @@
+"""Status: the state of an order, or of one of its transactions (``by-request-sn``)."""
+
+from __future__ import annotations
+
+import datetime
+from sqlalchemy import RowMapping
+
+from kassa.api.context import OperationRequest, Reply
+from kassa.api.errors import ApiError, Code, field_error
+from kassa.domain import money
+from kassa.domain.lifecycle import Stage, TxType, order_stage, status_of
+from kassa.storage import orders as order_store
+from kassa.storage.orders import OrderSnapshot
+
+
+async def status(req: OperationRequest) -> Reply:
+    values = req.values
+    order_id: int | None = values.get("orderid")
+    client_orderid: str | None = values.get("client_orderid")
+    if order_id is None and client_orderid is None:
+        raise field_error("orderid", "or client_orderid is required")
+    endpoint_ids = req.endpoint.member_ids()
+    snapshot = await req.services.db.read(
+        lambda conn: order_store.find_order(conn, endpoint_ids, order_id, client_orderid)
+    )
+    if snapshot is None:
+        raise ApiError(Code.NOT_FOUND, "no such order for this endpoint")
+    asked: str | None = values.get("by-request-sn")
+    tx = _reported_transaction(snapshot, asked)
+    reply = _status_fields(req, snapshot, tx)
+    if asked:
+        reply["by-request-sn"] = asked
+    return reply
+
+
+def _reported_transaction(snapshot: OrderSnapshot, serial: str | None) -> RowMapping:
+    if serial is None:
+        return snapshot.transactions[-1]
+    for tx in snapshot.transactions:
+        if tx["serial_number"] == serial:
+            return tx
+    raise ApiError(Code.NOT_FOUND, "no transaction with that by-request-sn in this order")
+
+
+def _status_fields(req: OperationRequest, snapshot: OrderSnapshot, tx: RowMapping) -> Reply:
+    order, card = snapshot.order, snapshot.card
+    stage = Stage(tx["stage"])
+    cur = money.currency(tx["currency"])
+    endpoint = next((e for e in (req.endpoint, *req.endpoint.members) if e.id == order["endpoint_id"]), req.endpoint)
+    reply: Reply = {
+        "type": "status-response",
+        "serial-number": req.serial,
+        "status": status_of(stage).value,
+        "merchant-order-id": order["client_orderid"],
+        "paynet-order-id": str(order["id"]),
+        "transaction-type": tx["tx_type"],
+        "order-stage": order_stage(TxType(tx["tx_type"]), stage),
+        "amount": money.format_amount(tx["amount"], cur),
+        "currency": cur.code,
+        "end-point-id": str(order["endpoint_id"]),
+        "descriptor": endpoint.descriptor,
+        "initial-amount": money.format_amount(order["amount"], cur),
+        "paynet-processing-date": _timestamp(tx["updated_at_ms"]),
+    }
+    if card is not None:
+        reply.update(_card_fields(card))
+    optional = {
+        "email": order["email"],
+        "approval-code": tx["approval_code"],
+        "processor-rrn": tx["processor_rrn"],
+        "processor-tx-id": tx["processor_tx_id"],
+        "error-message": tx["error_message"],
+        "error-code": tx["error_code"],
+    }
+    reply.update({name: value for name, value in optional.items() if value})
+    return reply
+
+
+def _card_fields(card: RowMapping) -> Reply:
+    fields = {
+        "bin": card["bin"],
+        "last-four-digits": card["last_four"],
+        "card-exp-month": f"{card['exp_month']:02d}",
+        "card-exp-year": str(card["exp_year"]),
+        "cardholder-name": card["holder_name"],
+        "card-type": card["brand"] or "",
+    }
+    return {name: value for name, value in fields.items() if value}
+
+
+def _timestamp(ms: int) -> str:
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

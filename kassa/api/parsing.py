@@ -1,0 +1,37 @@
+"""Request bodies: size limit, form decoding, field-name aliases and trimming (CONTRACT §1)."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl
+
+from starlette.requests import Request
+
+from kassa.api.errors import ApiError, Code
+
+MAX_BODY = 64 * 1024
+
+
+async def read_body(request: Request) -> bytes:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY:
+        raise _too_large()
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY:
+            raise _too_large()
+    return bytes(body)
+
+
+def _too_large() -> ApiError:
+    return ApiError(Code.FIELD, f"request body is larger than {MAX_BODY // 1024} KiB")
+
+
+def parse_form(body: bytes) -> list[tuple[str, str]]:
+    """Every name=value pair in order, values trimmed (duplicates kept: OAuth signs them all)."""
+    try:
+        text = body.decode("utf-8")
+        pairs = parse_qsl(text, keep_blank_values=True, errors="strict")
+    except (UnicodeDecodeError, ValueError):
+        raise ApiError(Code.FIELD, "request body is not UTF-8 form data") from None
+    return [(name, value.strip()) for name, value in pairs]

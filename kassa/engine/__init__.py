@@ -1,0 +1,1 @@
+"""Processing: the job workers, the processor interface and the sandbox acquirer."""

@@ -1,0 +1,36 @@
+"""The processor interface: what the engine asks of an acquirer connector, and what it gets back.
+
+The sandbox acquirer implements it; a real connector would too. The transaction's serial number is
+the idempotency key a connector passes on, so a retried job never charges twice at the acquirer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from kassa.domain.lifecycle import TxType
+from kassa.storage.orders import Outcome
+
+
+@dataclass(frozen=True, slots=True)
+class CardDetails:
+    pan: str
+    exp_month: int
+    exp_year: int
+    holder_name: str
+    cvv: str | None  # absent for card-not-present charges (rebills, recurring)
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorizationRequest:
+    order_id: int
+    serial: str
+    tx_type: TxType
+    amount: int
+    currency: str
+    card: CardDetails | None
+
+
+class Processor(Protocol):
+    async def authorize(self, request: AuthorizationRequest) -> Outcome: ...

@@ -1,0 +1,76 @@
+"""The sandbox acquirer and issuer of CONTRACT §9: the outcome is decided by the card's CVV2, or, for
+operations without one, by the last three digits of the card number."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+
+from kassa.domain.lifecycle import Stage
+from kassa.engine.processor import AuthorizationRequest
+from kassa.storage.orders import Outcome
+
+# ISO 8583:1993 action codes the sandbox issuer answers with.
+DECLINES: dict[str, str] = {
+    "100": "Do not honour",
+    "101": "Expired card",
+    "116": "Not sufficient funds",
+    "119": "Transaction not permitted to cardholder",
+    "209": "Pick up, stolen card",
+}
+_DECLINE_TRIGGERS = frozenset({"101", "116", "119", "209"})
+_APPROVE = frozenset({"123", "1234", "111"})
+_THREE_D_SECURE = frozenset({"321", "322", "323", "324", "325", "326"})
+
+
+class SandboxProcessor:
+    def __init__(self, latency_ms: int = 0) -> None:
+        self._latency = latency_ms / 1000
+
+    async def authorize(self, request: AuthorizationRequest) -> Outcome:
+        if self._latency:
+            await asyncio.sleep(self._latency)
+        trigger, has_cvv = _trigger(request)
+        return decide(trigger, has_cvv, request.order_id, request.serial)
+
+
+def _trigger(request: AuthorizationRequest) -> tuple[str, bool]:
+    card = request.card
+    if card is not None and card.cvv:
+        return card.cvv, True
+    return (card.pan[-3:] if card else ""), False
+
+
+def decide(trigger: str, has_cvv: bool, order_id: int, serial: str) -> Outcome:
+    tx_id = f"PNTEST-{order_id}"
+    if trigger in _APPROVE or (not has_cvv and not _special(trigger)):
+        return _approved(tx_id, serial)
+    if trigger in _THREE_D_SECURE:
+        return _declined("100", "3-D Secure is unavailable on this gateway yet", tx_id)
+    if trigger == "217":
+        return Outcome(Stage.UNKNOWN, processor_tx_id=tx_id)
+    if trigger == "555":
+        return Outcome(Stage.FILTERED, "555", "Refused by fraud rules", processor_tx_id=tx_id)
+    if trigger == "500":
+        return Outcome(Stage.ERROR, "500", "Acquirer failure", processor_tx_id=tx_id)
+    code = trigger if trigger in _DECLINE_TRIGGERS else "100"
+    return _declined(code, DECLINES[code], tx_id)
+
+
+def _special(trigger: str) -> bool:
+    return trigger in _THREE_D_SECURE or trigger in _DECLINE_TRIGGERS or trigger in {"217", "555", "500"}
+
+
+def _approved(tx_id: str, serial: str) -> Outcome:
+    # Stable per transaction, so a retried authorization answers the same codes.
+    digest = int(hashlib.sha256(serial.encode()).hexdigest(), 16)
+    return Outcome(
+        Stage.APPROVED,
+        approval_code=f"{digest % 1_000_000:06d}",
+        processor_rrn=f"{digest % 10**12:012d}",
+        processor_tx_id=tx_id,
+    )
+
+
+def _declined(code: str, message: str, tx_id: str) -> Outcome:
+    return Outcome(Stage.DECLINED, code, message, processor_tx_id=tx_id)

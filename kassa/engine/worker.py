@@ -1,0 +1,132 @@
+"""The job worker: claim due jobs, run each through the processor, record the outcome.
+
+A claimed job is leased; if this process dies the lease runs out and another worker takes the job over.
+Recording an outcome first checks that the lease is still ours (a fence), in the same transaction that
+moves the transaction's stage and deletes the job, so one job's outcome is recorded exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import Connection
+
+from kassa.domain.lifecycle import Stage, TxType
+from kassa.engine.processor import AuthorizationRequest, CardDetails, Processor
+from kassa.storage import jobs as job_queue
+from kassa.storage import orders as order_store
+from kassa.storage.database import Database
+from kassa.storage.jobs import Job
+from kassa.storage.orders import AuthorizationWork, Outcome
+from kassa.vault.keys import Vault, cvv_context, pan_context
+
+log = logging.getLogger("kassa.worker")
+
+_BATCH = 32
+_MAX_ATTEMPTS = 5
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerConfig:
+    poll_interval: float
+    lease_seconds: float
+
+
+class Worker:
+    def __init__(self, db: Database, vault: Vault, processor: Processor, config: WorkerConfig) -> None:
+        self.db = db
+        self.vault = vault
+        self.processor = processor
+        self.config = config
+        self.owner = f"worker-{uuid.uuid4().hex[:12]}"
+        self.wakeup = asyncio.Event()
+
+    def wake(self) -> None:
+        self.wakeup.set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        log.info("worker started", extra={"worker": self.owner})
+        while not stop.is_set():
+            try:
+                claimed = await self.db.write(self._claim)
+            except Exception:
+                log.exception("claiming jobs failed")
+                claimed = []
+            if claimed:
+                await asyncio.gather(*(self._run_job(job) for job in claimed))
+                continue
+            self.wakeup.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wakeup.wait(), self.config.poll_interval)
+
+    def _claim(self, conn: Connection) -> list[Job]:
+        return job_queue.claim(conn, self.owner, now_ms(), int(self.config.lease_seconds * 1000), _BATCH)
+
+    async def _run_job(self, job: Job) -> None:
+        try:
+            await self._authorize(job)
+        except Exception:
+            log.exception("job failed", extra={"job": job.id, "attempt": job.attempts})
+            await self._after_failure(job)
+
+    async def _authorize(self, job: Job) -> None:
+        work = await self.db.read(lambda conn: order_store.load_authorization(conn, job.transaction_id))
+        outcome = await self.processor.authorize(self._request(work))
+        recorded = await self.db.write(lambda conn: self._record(conn, job, outcome))
+        if recorded:
+            log.info(
+                "transaction processed",
+                extra={
+                    "order": work.order["id"],
+                    "transaction": job.transaction_id,
+                    "stage": outcome.stage.value,
+                    "worker": self.owner,
+                },
+            )
+
+    def _record(self, conn: Connection, job: Job, outcome: Outcome) -> bool:
+        if not job_queue.still_held(conn, job, self.owner):
+            return False
+        order_store.record_outcome(conn, job.transaction_id, outcome, now_ms())
+        job_queue.finish(conn, job)
+        return True
+
+    def _request(self, work: AuthorizationWork) -> AuthorizationRequest:
+        tx, card = work.transaction, work.card
+        details = None
+        if card is not None:
+            cvv = None
+            if work.cvv_ciphertext is not None:
+                cvv = self.vault.decrypt(work.cvv_ciphertext, cvv_context(tx["serial_number"]))
+            details = CardDetails(
+                pan=self.vault.decrypt(card["pan_ciphertext"], pan_context(work.order["merchant_id"])),
+                exp_month=card["exp_month"],
+                exp_year=card["exp_year"],
+                holder_name=card["holder_name"],
+                cvv=cvv,
+            )
+        return AuthorizationRequest(
+            order_id=work.order["id"],
+            serial=tx["serial_number"],
+            tx_type=TxType(tx["tx_type"]),
+            amount=tx["amount"],
+            currency=tx["currency"],
+            card=details,
+        )
+
+    async def _after_failure(self, job: Job) -> None:
+        if job.attempts < _MAX_ATTEMPTS:
+            retry_at = now_ms() + 1000 * 2**job.attempts
+            await self.db.write(lambda conn: job_queue.retry_later(conn, job, self.owner, retry_at))
+            return
+        failed = Outcome(Stage.ERROR, "500", "Processing failed")
+        await self.db.write(lambda conn: self._record(conn, job, failed))

@@ -1,0 +1,1 @@
+"""Operator tools: the `kassa` command line (and, later, the web console)."""

@@ -1,0 +1,363 @@
+"""The operator command line: ``kassa``. Every command reads ``KASSA_DATABASE_URL`` and takes ``--json``."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import signal
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import click
+import orjson
+from sqlalchemy import Connection
+
+from kassa import logs
+from kassa.domain import money
+from kassa.domain.lifecycle import Stage, Status, TxType, order_stage, status_of
+from kassa.domain.merchants import Endpoint, Merchant, Mode
+from kassa.ops import demo
+from kassa.settings import Settings
+from kassa.storage import merchants as merchant_store
+from kassa.storage import orders as order_store
+from kassa.storage.database import Database, open_database
+from kassa.storage.migrate import upgrade
+
+T = TypeVar("T")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@contextmanager
+def _database() -> Iterator[Database]:
+    db = open_database(Settings.from_env().database_url, readers=1)
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+def _write(unit: Callable[[Connection], T]) -> T:
+    with _database() as db:
+        try:
+            return db.write_sync(unit)
+        except merchant_store.NotFound as missing:
+            raise click.ClickException(str(missing)) from None
+
+
+def _emit(as_json: bool, data: Any, lines: Sequence[str]) -> None:
+    if as_json:
+        click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
+    else:
+        for line in lines:
+            click.echo(line)
+
+
+@click.group()
+def main() -> None:
+    """Operate a Kassa gateway."""
+    logs.configure(Settings.from_env().log_level)
+
+
+@main.command()
+@click.option("--host", default=None, help="Address to listen on (KASSA_HOST).")
+@click.option("--port", type=int, default=None, help="Port to listen on (KASSA_PORT).")
+@click.option("--workers", "worker_count", type=int, default=None, help="Job workers in this process.")
+@click.option("--demo", "with_demo", is_flag=True, help="Create a sandbox demo merchant on first start.")
+def serve(host: str | None, port: int | None, worker_count: int | None, with_demo: bool) -> None:
+    """Run the API and its job workers."""
+    import uvicorn
+
+    from kassa.api.app import create_app
+    from kassa.runtime import build_services
+
+    settings = Settings.from_env()
+    upgrade(settings.database_url)
+    host, port = host or settings.host, port or settings.port
+    if with_demo:
+        demo.announce(demo.ensure(settings), settings, host, port)
+    services = build_services(settings, settings.workers if worker_count is None else worker_count)
+    config = uvicorn.Config(
+        create_app(services),
+        host=host,
+        port=port,
+        loop="uvloop",
+        http="httptools",
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+    )
+    uvicorn.Server(config).run()
+
+
+@main.command()
+@click.option("--workers", "worker_count", type=int, default=1, help="Job workers in this process.")
+def worker(worker_count: int) -> None:
+    """Run job workers alone (any number of them, on any machine sharing the database)."""
+    from kassa.runtime import build_services, run_workers
+
+    services = build_services(Settings.from_env(), worker_count)
+
+    async def run() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await run_workers(services, stop)
+
+    try:
+        asyncio.run(run())
+    finally:
+        services.db.close()
+
+
+@main.group()
+def db() -> None:
+    """Database schema."""
+
+
+@db.command("upgrade")
+def db_upgrade() -> None:
+    """Apply every pending migration."""
+    upgrade(Settings.from_env().database_url)
+    click.echo("database is up to date")
+
+
+@main.group()
+def merchant() -> None:
+    """Merchants: login and control key."""
+
+
+def _merchant_dict(m: Merchant) -> dict[str, Any]:
+    return {"id": m.id, "login": m.login, "control_key": m.control_key, "classic": m.classic}
+
+
+@merchant.command("create")
+@click.option("--login", required=True)
+@click.option("--control-key", default=None, help="Default: a random 32-character key.")
+@click.option("--classic", is_flag=True, help="Answer non-JSON clients in the classic key=value format.")
+@json_option
+def merchant_create(login: str, control_key: str | None, classic: bool, as_json: bool) -> None:
+    """Create a merchant."""
+    key = control_key or secrets.token_hex(16)
+    created = _write(lambda conn: merchant_store.create_merchant(conn, login, key, classic, _now_ms()))
+    _emit(
+        as_json,
+        _merchant_dict(created),
+        [f"merchant {created.login} created, control key {created.control_key}"],
+    )
+
+
+@merchant.command("list")
+@json_option
+def merchant_list(as_json: bool) -> None:
+    """List merchants."""
+    with _database() as database:
+        found = database.read_sync(merchant_store.list_merchants)
+    _emit(
+        as_json,
+        [_merchant_dict(m) for m in found],
+        [f"{m.id}\t{m.login}\tclassic={m.classic}" for m in found],
+    )
+
+
+@main.group()
+def endpoint() -> None:
+    """Endpoints (one currency each) and endpoint groups."""
+
+
+def _minor(text: str | None, currency: str) -> int | None:
+    if text is None:
+        return None
+    try:
+        return money.parse_amount(text, money.currency(currency))
+    except money.AmountError as problem:
+        raise click.BadParameter(str(problem)) from None
+
+
+def _endpoint_dict(e: Endpoint) -> dict[str, Any]:
+    return {
+        "id": e.id,
+        "merchant": e.merchant.login,
+        "kind": "group" if e.is_group else "endpoint",
+        "currency": e.currency,
+        "mode": e.mode.value,
+        "classic": e.classic,
+        "descriptor": e.descriptor,
+        "min_amount": e.min_amount,
+        "max_amount": e.max_amount,
+        "members": [m.id for m in e.members],
+    }
+
+
+@endpoint.command("create")
+@click.option("--merchant", "login", required=True, help="The owning merchant's login.")
+@click.option("--currency", required=True)
+@click.option("--id", "endpoint_id", type=int, default=None)
+@click.option("--mode", type=click.Choice([m.value for m in Mode]), default="sandbox")
+@click.option("--classic", is_flag=True)
+@click.option("--descriptor", default="")
+@click.option("--min-amount", default=None, help="Decimal, in the endpoint's currency.")
+@click.option("--max-amount", default=None, help="Decimal, in the endpoint's currency.")
+@click.option("--multi-capture", is_flag=True, help="Allow several partial captures of one preauth.")
+@json_option
+def endpoint_create(
+    login: str,
+    currency: str,
+    endpoint_id: int | None,
+    mode: str,
+    classic: bool,
+    descriptor: str,
+    min_amount: str | None,
+    max_amount: str | None,
+    multi_capture: bool,
+    as_json: bool,
+) -> None:
+    """Create an endpoint for one currency."""
+    try:
+        code = money.currency(currency).code
+    except money.AmountError as problem:
+        raise click.BadParameter(str(problem), param_hint="--currency") from None
+    low, high = _minor(min_amount, code), _minor(max_amount, code)
+
+    def create(conn: Connection) -> Endpoint:
+        owner = merchant_store.merchant_by_login(conn, login)
+        spec = merchant_store.EndpointSpec(
+            owner.id, code, Mode(mode), classic, descriptor, low, high, multi_capture, endpoint_id
+        )
+        return merchant_store.load_endpoint(conn, merchant_store.create_endpoint(conn, spec, _now_ms()))
+
+    created = _write(create)
+    _emit(as_json, _endpoint_dict(created), [f"endpoint {created.id} ({code}, {mode}) created for {login}"])
+
+
+@endpoint.command("list")
+@json_option
+def endpoint_list(as_json: bool) -> None:
+    """List endpoints and groups."""
+    with _database() as database:
+        found = database.read_sync(merchant_store.list_endpoints)
+    _emit(
+        as_json,
+        [_endpoint_dict(e) for e in found],
+        [
+            f"{e.id}\t{'group' if e.is_group else e.currency}\t{e.mode.value}\t{e.merchant.login}\t{e.descriptor}"
+            for e in found
+        ],
+    )
+
+
+@main.group()
+def group() -> None:
+    """Endpoint groups: one id that picks a member endpoint by currency."""
+
+
+@group.command("create")
+@click.option("--merchant", "login", required=True)
+@click.option("--endpoints", required=True, help="Comma-separated member endpoint ids.")
+@json_option
+def group_create(login: str, endpoints: str, as_json: bool) -> None:
+    """Create an endpoint group."""
+    try:
+        member_ids = [int(part) for part in endpoints.split(",") if part.strip()]
+    except ValueError:
+        raise click.BadParameter("must be endpoint ids separated by commas", param_hint="--endpoints") from None
+
+    def create(conn: Connection) -> Endpoint:
+        owner = merchant_store.merchant_by_login(conn, login)
+        group_id = merchant_store.create_group(conn, owner.id, member_ids, _now_ms())
+        return merchant_store.load_endpoint(conn, group_id)
+
+    created = _write(create)
+    _emit(as_json, _endpoint_dict(created), [f"group {created.id} created with endpoints {member_ids}"])
+
+
+@main.group()
+def order() -> None:
+    """Orders and their transactions."""
+
+
+def _amount_text(minor: int, currency: str) -> str:
+    return money.format_amount(minor, money.currency(currency))
+
+
+@order.command("show")
+@click.argument("order_id", type=int)
+@json_option
+def order_show(order_id: int, as_json: bool) -> None:
+    """One order with every transaction (card data masked)."""
+    with _database() as database:
+        snapshot = database.read_sync(lambda conn: order_store.order_by_id(conn, order_id))
+    if snapshot is None:
+        raise click.ClickException(f"no order {order_id}")
+    o, card = snapshot.order, snapshot.card
+    data = {
+        "id": o["id"],
+        "client_orderid": o["client_orderid"],
+        "endpoint_id": o["endpoint_id"],
+        "amount": _amount_text(o["amount"], o["currency"]),
+        "currency": o["currency"],
+        "card": f"{card['bin']}******{card['last_four']}" if card else None,
+        "transactions": [_transaction_dict(tx) for tx in snapshot.transactions],
+    }
+    lines = [f"order {o['id']} ({o['client_orderid']}) {data['amount']} {o['currency']} card {data['card']}"]
+    lines += [
+        f"  {t['serial_number']}  {t['order_stage']:<24} {t['amount']} {t['error_code'] or ''}"
+        for t in data["transactions"]
+    ]
+    _emit(as_json, data, lines)
+
+
+def _transaction_dict(tx: Any) -> dict[str, Any]:
+    stage = Stage(tx["stage"])
+    return {
+        "serial_number": tx["serial_number"],
+        "type": tx["tx_type"],
+        "status": status_of(stage).value,
+        "order_stage": order_stage(TxType(tx["tx_type"]), stage),
+        "amount": _amount_text(tx["amount"], tx["currency"]),
+        "error_code": tx["error_code"],
+        "error_message": tx["error_message"],
+        "approval_code": tx["approval_code"],
+    }
+
+
+@order.command("list")
+@click.option("--merchant", "login", default=None)
+@click.option("--status", type=click.Choice([s.value for s in Status]), default=None)
+@click.option("--limit", type=int, default=50)
+@json_option
+def order_list(login: str | None, status: str | None, limit: int, as_json: bool) -> None:
+    """Orders, newest first, with the status of their latest transaction."""
+
+    def query(conn: Connection) -> list[Any]:
+        merchant_id = merchant_store.merchant_by_login(conn, login).id if login else None
+        return order_store.list_orders(conn, merchant_id, status, limit)
+
+    with _database() as database:
+        try:
+            rows = database.read_sync(query)
+        except merchant_store.NotFound as missing:
+            raise click.ClickException(str(missing)) from None
+    data = [
+        {
+            "id": r["id"],
+            "client_orderid": r["client_orderid"],
+            "endpoint_id": r["endpoint_id"],
+            "type": r["tx_type"],
+            "status": status_of(Stage(r["stage"])).value,
+            "amount": _amount_text(r["amount"], r["currency"]),
+            "currency": r["currency"],
+        }
+        for r in rows
+    ]
+    _emit(
+        as_json,
+        data,
+        [f"{d['id']}\t{d['client_orderid']}\t{d['type']}\t{d['status']}\t{d['amount']} {d['currency']}" for d in data],
+    )

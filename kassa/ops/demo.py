@@ -1,0 +1,75 @@
+"""The sandbox demo merchant that ``make serve`` creates on first start, and the banner it prints."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass
+
+import click
+from sqlalchemy import Connection
+
+from kassa.domain.merchants import Mode
+from kassa.settings import Settings
+from kassa.signing.control import control_of
+from kassa.storage import merchants as merchant_store
+from kassa.storage.database import open_database
+
+DEMO_LOGIN = "demo"
+
+
+@dataclass(frozen=True, slots=True)
+class Demo:
+    login: str
+    control_key: str
+    endpoint_id: int
+
+
+def ensure(settings: Settings) -> Demo:
+    db = open_database(settings.database_url, readers=1)
+    try:
+        return db.write_sync(_ensure)
+    finally:
+        db.close()
+
+
+def _ensure(conn: Connection) -> Demo:
+    now = time.time_ns() // 1_000_000
+    try:
+        merchant = merchant_store.merchant_by_login(conn, DEMO_LOGIN)
+    except merchant_store.NotFound:
+        merchant = merchant_store.create_merchant(conn, DEMO_LOGIN, secrets.token_hex(16), False, now)
+    owned = [e for e in merchant_store.list_endpoints(conn) if e.merchant.id == merchant.id and not e.is_group]
+    if owned:
+        return Demo(merchant.login, merchant.control_key, owned[0].id)
+    spec = merchant_store.EndpointSpec(merchant.id, "USD", Mode.SANDBOX, False, "KASSA DEMO", None, None, True)
+    return Demo(merchant.login, merchant.control_key, merchant_store.create_endpoint(conn, spec, now))
+
+
+def announce(demo: Demo, settings: Settings, host: str, port: int) -> None:
+    base = f"http://{host}:{port}{settings.prefix}"
+    client_orderid = "demo-1"
+    control = control_of([str(demo.endpoint_id), client_orderid, "1042", "cardholder@example.com"], demo.control_key)
+    fields = (
+        f"client_orderid={client_orderid}&order_desc=Demo+order&amount=10.42&currency=USD"
+        "&email=cardholder@example.com&ipaddress=203.0.113.7&credit_card_number=4111111111111111"
+        f"&card_printed_name=Jane+Doe&expire_month=12&expire_year=2030&cvv2=123&control={control}"
+    )
+    status_fields = f"login={demo.login}&client_orderid={client_orderid}"
+    status_control = control_of([demo.login, client_orderid, ""], demo.control_key)
+    click.echo(
+        "\n".join(
+            [
+                "Kassa sandbox is ready.",
+                f"  login:        {demo.login}",
+                f"  control key:  {demo.control_key}",
+                f"  endpoint id:  {demo.endpoint_id} (USD, sandbox)",
+                "A sale:",
+                f"  curl -s -H 'Accept: application/vnd.pay+json' -d '{fields}' {base}/api/v2/sale/{demo.endpoint_id}",
+                "Its status:",
+                f"  curl -s -H 'Accept: application/vnd.pay+json' -d '{status_fields}&control={status_control}'"
+                f" {base}/api/v2/status/{demo.endpoint_id}",
+                "",
+            ]
+        )
+    )

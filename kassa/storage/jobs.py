@@ -1,0 +1,67 @@
+"""The job queue: rows claimed with a lease, so a job held by a dead worker runs again after the lease.
+
+PostgreSQL claims with ``FOR UPDATE SKIP LOCKED`` so concurrent workers never take the same row; SQLite
+has one writer at a time, which gives the same guarantee.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, delete, select, update
+
+from kassa.storage.tables import jobs
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    id: int
+    kind: str
+    transaction_id: int
+    attempts: int
+
+
+def claim(conn: Connection, owner: str, now_ms: int, lease_ms: int, limit: int) -> list[Job]:
+    due = (
+        select(jobs.c.id)
+        .where(jobs.c.run_at_ms <= now_ms, (jobs.c.lease_until_ms.is_(None)) | (jobs.c.lease_until_ms < now_ms))
+        .order_by(jobs.c.run_at_ms, jobs.c.id)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    rows = conn.execute(
+        update(jobs)
+        .where(jobs.c.id.in_(due.scalar_subquery()))
+        .values(lease_owner=owner, lease_until_ms=now_ms + lease_ms, attempts=jobs.c.attempts + 1)
+        .returning(jobs.c.id, jobs.c.kind, jobs.c.transaction_id, jobs.c.attempts)
+    ).all()
+    return [Job(r.id, r.kind, r.transaction_id, r.attempts) for r in rows]
+
+
+def still_held(conn: Connection, job: Job, owner: str) -> bool:
+    """Locks the job row and tells whether this worker's lease still holds (a fence against a worker
+    that stalled past its lease while another took the job over)."""
+    held = conn.execute(
+        select(jobs.c.id).where(jobs.c.id == job.id, jobs.c.lease_owner == owner).with_for_update()
+    ).first()
+    return held is not None
+
+
+def finish(conn: Connection, job: Job) -> None:
+    conn.execute(delete(jobs).where(jobs.c.id == job.id))
+
+
+def retry_later(conn: Connection, job: Job, owner: str, run_at_ms: int) -> None:
+    conn.execute(
+        update(jobs)
+        .where(jobs.c.id == job.id, jobs.c.lease_owner == owner)
+        .values(lease_owner=None, lease_until_ms=None, run_at_ms=run_at_ms)
+    )
+
+
+def add(conn: Connection, kind: str, transaction_id: int, run_at_ms: int, now_ms: int) -> None:
+    conn.execute(
+        jobs.insert().values(
+            kind=kind, transaction_id=transaction_id, run_at_ms=run_at_ms, attempts=0, created_at_ms=now_ms
+        )
+    )

@@ -1,0 +1,24 @@
+"""Schema migrations (Alembic), run programmatically so `kassa db upgrade` needs no alembic.ini."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+
+from kassa.storage.database import ensure_sqlite_directory, sqlalchemy_url
+
+_SCRIPTS = Path(__file__).parent / "migrations"
+
+
+def alembic_config(url: str) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(_SCRIPTS))
+    config.set_main_option("sqlalchemy.url", sqlalchemy_url(url).replace("%", "%%"))
+    return config
+
+
+def upgrade(url: str) -> None:
+    ensure_sqlite_directory(url)
+    command.upgrade(alembic_config(url), "head")

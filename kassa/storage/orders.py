@@ -1,0 +1,256 @@
+"""Queries on orders, their transactions and their cards."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, RowMapping, delete, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from kassa.domain.lifecycle import Stage, TxType, advance, stages_of_status
+from kassa.storage import jobs as job_queue
+from kassa.storage.tables import cards, orders, transactions, transient_secrets
+
+
+@dataclass(frozen=True, slots=True)
+class NewCard:
+    pan_ciphertext: bytes
+    pan_fingerprint: str
+    bin: str
+    last_four: str
+    brand: str | None
+    exp_month: int
+    exp_year: int
+    holder_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class NewOrder:
+    merchant_id: int
+    endpoint_id: int
+    client_orderid: str
+    tx_type: TxType
+    amount: int
+    currency: str
+    email: str
+    order_desc: str
+    customer: str  # JSON of the optional customer fields
+    redirect_url: str | None
+    server_callback_url: str | None
+    notify_url: str | None
+    merchant_data: str | None
+    request_fingerprint: str
+    serial: str
+    card: NewCard | None
+    cvv_ciphertext: bytes | None
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    order_id: int
+    endpoint_id: int
+    serial: str
+    request_fingerprint: str
+    created: bool
+
+
+def start_order(conn: Connection, new: NewOrder) -> Started:
+    """Creates order, first transaction, card, CVV and processing job in one transaction, or finds the
+    order this ``client_orderid`` already started on the endpoint."""
+    existing = _find_started(conn, new.endpoint_id, new.client_orderid)
+    if existing is not None:
+        return existing
+    try:
+        with conn.begin_nested():
+            return _insert_order(conn, new)
+    except IntegrityError:  # a concurrent request with the same client_orderid won the race
+        found = _find_started(conn, new.endpoint_id, new.client_orderid)
+        if found is None:
+            raise
+        return found
+
+
+def _insert_order(conn: Connection, new: NewOrder) -> Started:
+    card_id = None
+    if new.card is not None:
+        card_id = conn.execute(
+            insert(cards).values(merchant_id=new.merchant_id, created_at_ms=new.now_ms, **dataclasses.asdict(new.card))
+        ).inserted_primary_key[0]  # type: ignore[index]
+    order_id = conn.execute(
+        insert(orders).values(
+            merchant_id=new.merchant_id,
+            endpoint_id=new.endpoint_id,
+            client_orderid=new.client_orderid,
+            tx_type=new.tx_type.value,
+            amount=new.amount,
+            currency=new.currency,
+            card_id=card_id,
+            email=new.email,
+            order_desc=new.order_desc,
+            customer=new.customer,
+            redirect_url=new.redirect_url,
+            server_callback_url=new.server_callback_url,
+            notify_url=new.notify_url,
+            merchant_data=new.merchant_data,
+            request_fingerprint=new.request_fingerprint,
+            created_at_ms=new.now_ms,
+        )
+    ).inserted_primary_key[0]  # type: ignore[index]
+    tx_id = conn.execute(
+        insert(transactions).values(
+            order_id=order_id,
+            serial_number=new.serial,
+            tx_type=new.tx_type.value,
+            stage=Stage.PROCESSING.value,
+            amount=new.amount,
+            currency=new.currency,
+            created_at_ms=new.now_ms,
+            updated_at_ms=new.now_ms,
+        )
+    ).inserted_primary_key[0]  # type: ignore[index]
+    if new.cvv_ciphertext is not None:
+        conn.execute(insert(transient_secrets).values(transaction_id=tx_id, cvv_ciphertext=new.cvv_ciphertext))
+    job_queue.add(conn, "authorize", tx_id, run_at_ms=new.now_ms, now_ms=new.now_ms)
+    return Started(order_id, new.endpoint_id, new.serial, new.request_fingerprint, created=True)
+
+
+def _find_started(conn: Connection, endpoint_id: int, client_orderid: str) -> Started | None:
+    row = conn.execute(
+        select(orders.c.id, orders.c.endpoint_id, orders.c.request_fingerprint, transactions.c.serial_number)
+        .join(transactions, transactions.c.order_id == orders.c.id)
+        .where(orders.c.endpoint_id == endpoint_id, orders.c.client_orderid == client_orderid)
+        .order_by(transactions.c.id)
+        .limit(1)
+    ).first()
+    if row is None:
+        return None
+    return Started(row.id, row.endpoint_id, row.serial_number, row.request_fingerprint, created=False)
+
+
+@dataclass(frozen=True, slots=True)
+class OrderSnapshot:
+    order: RowMapping
+    transactions: Sequence[RowMapping]  # oldest first
+    card: RowMapping | None
+
+
+def find_order(
+    conn: Connection,
+    endpoint_ids: Sequence[int],
+    order_id: int | None,
+    client_orderid: str | None,
+) -> OrderSnapshot | None:
+    """The order named by id or by ``client_orderid``, when it was made on one of ``endpoint_ids``."""
+    query = select(orders).where(orders.c.endpoint_id.in_(endpoint_ids))
+    if order_id is not None:
+        query = query.where(orders.c.id == order_id)
+    if client_orderid is not None:
+        query = query.where(orders.c.client_orderid == client_orderid)
+    order = conn.execute(query.limit(1)).mappings().first()
+    if order is None:
+        return None
+    txs = (
+        conn.execute(select(transactions).where(transactions.c.order_id == order["id"]).order_by(transactions.c.id))
+        .mappings()
+        .all()
+    )
+    card = None
+    if order["card_id"] is not None:
+        card = conn.execute(select(cards).where(cards.c.id == order["card_id"])).mappings().first()
+    return OrderSnapshot(order, txs, card)
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorizationWork:
+    """What a processor needs to authorize one transaction (ciphertexts: the vault decrypts them)."""
+
+    transaction: RowMapping
+    order: RowMapping
+    card: RowMapping | None
+    cvv_ciphertext: bytes | None
+
+
+def load_authorization(conn: Connection, transaction_id: int) -> AuthorizationWork:
+    tx = conn.execute(select(transactions).where(transactions.c.id == transaction_id)).mappings().one()
+    order = conn.execute(select(orders).where(orders.c.id == tx["order_id"])).mappings().one()
+    card = None
+    if order["card_id"] is not None:
+        card = conn.execute(select(cards).where(cards.c.id == order["card_id"])).mappings().one()
+    cvv = conn.execute(
+        select(transient_secrets.c.cvv_ciphertext).where(transient_secrets.c.transaction_id == transaction_id)
+    ).scalar()
+    return AuthorizationWork(tx, order, card, cvv)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    stage: Stage
+    error_code: str | None = None
+    error_message: str | None = None
+    approval_code: str | None = None
+    processor_rrn: str | None = None
+    processor_tx_id: str | None = None
+
+
+def record_outcome(conn: Connection, transaction_id: int, outcome: Outcome, now_ms: int) -> None:
+    """Moves the transaction to the processor's outcome (as the transition table allows) and forgets its
+    CVV, whatever the outcome."""
+    current = conn.execute(
+        select(transactions.c.stage).where(transactions.c.id == transaction_id).with_for_update()
+    ).scalar_one()
+    stage = advance(Stage(current), outcome.stage)
+    conn.execute(
+        update(transactions)
+        .where(transactions.c.id == transaction_id, transactions.c.stage == current)
+        .values(
+            stage=stage.value,
+            error_code=outcome.error_code,
+            error_message=outcome.error_message,
+            approval_code=outcome.approval_code,
+            processor_rrn=outcome.processor_rrn,
+            processor_tx_id=outcome.processor_tx_id,
+            updated_at_ms=now_ms,
+        )
+    )
+    conn.execute(delete(transient_secrets).where(transient_secrets.c.transaction_id == transaction_id))
+
+
+def list_orders(conn: Connection, merchant_id: int | None, status: str | None, limit: int) -> list[RowMapping]:
+    """Orders newest first, each with the stage of its latest transaction."""
+    latest = (
+        select(transactions.c.order_id, func.max(transactions.c.id).label("tx_id"))
+        .group_by(transactions.c.order_id)
+        .subquery()
+    )
+    query = (
+        select(
+            orders.c.id,
+            orders.c.merchant_id,
+            orders.c.endpoint_id,
+            orders.c.client_orderid,
+            orders.c.amount,
+            orders.c.currency,
+            orders.c.created_at_ms,
+            transactions.c.tx_type,
+            transactions.c.stage,
+        )
+        .join(latest, latest.c.order_id == orders.c.id)
+        .join(transactions, transactions.c.id == latest.c.tx_id)
+        .order_by(orders.c.id.desc())
+        .limit(limit)
+    )
+    if merchant_id is not None:
+        query = query.where(orders.c.merchant_id == merchant_id)
+    if status is not None:
+        query = query.where(transactions.c.stage.in_(stages_of_status(status)))
+    return list(conn.execute(query).mappings().all())
+
+
+def order_by_id(conn: Connection, order_id: int) -> OrderSnapshot | None:
+    endpoint_id = conn.execute(select(orders.c.endpoint_id).where(orders.c.id == order_id)).scalar()
+    if endpoint_id is None:
+        return None
+    return find_order(conn, [endpoint_id], order_id, None)

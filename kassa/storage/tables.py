@@ -1,0 +1,147 @@
+"""Table definitions (SQLAlchemy Core). Times are integer epoch milliseconds; money is integer minor units."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
+
+# SQLite only auto-increments INTEGER PRIMARY KEY; PostgreSQL wants BIGINT for int64 ids.
+Id = BigInteger().with_variant(Integer(), "sqlite")
+
+merchants = Table(
+    "merchants",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("login", String(64), nullable=False, unique=True),
+    Column("control_key", String(128), nullable=False),
+    Column("classic", Boolean, nullable=False, default=False),
+    Column("created_at_ms", BigInteger, nullable=False),
+    sqlite_autoincrement=True,
+)
+
+# Endpoints and endpoint groups share one number space, so they share one table (`kind`).
+endpoints = Table(
+    "endpoints",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("merchant_id", ForeignKey("merchants.id"), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("currency", String(3)),
+    Column("mode", String(16), nullable=False, default="sandbox"),
+    Column("classic", Boolean, nullable=False, default=False),
+    Column("descriptor", String(64), nullable=False, default=""),
+    Column("min_amount", BigInteger),
+    Column("max_amount", BigInteger),
+    Column("multi_capture", Boolean, nullable=False, default=False),
+    Column("enabled", Boolean, nullable=False, default=True),
+    Column("created_at_ms", BigInteger, nullable=False),
+    sqlite_autoincrement=True,
+)
+
+group_members = Table(
+    "group_members",
+    metadata,
+    Column("group_id", ForeignKey("endpoints.id"), primary_key=True),
+    Column("endpoint_id", ForeignKey("endpoints.id"), primary_key=True),
+)
+
+cards = Table(
+    "cards",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("merchant_id", ForeignKey("merchants.id"), nullable=False),
+    Column("pan_ciphertext", LargeBinary, nullable=False),
+    Column("pan_fingerprint", String(64), nullable=False),
+    Column("bin", String(6), nullable=False),
+    Column("last_four", String(4), nullable=False),
+    Column("brand", String(16)),
+    Column("exp_month", Integer, nullable=False),
+    Column("exp_year", Integer, nullable=False),
+    Column("holder_name", String(128), nullable=False, default=""),
+    Column("created_at_ms", BigInteger, nullable=False),
+    Index("ix_cards_fingerprint", "merchant_id", "pan_fingerprint"),
+    sqlite_autoincrement=True,
+)
+
+orders = Table(
+    "orders",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("merchant_id", ForeignKey("merchants.id"), nullable=False),
+    Column("endpoint_id", ForeignKey("endpoints.id"), nullable=False),
+    Column("client_orderid", String(128), nullable=False),
+    Column("tx_type", String(32), nullable=False),
+    Column("amount", BigInteger, nullable=False),
+    Column("currency", String(3), nullable=False),
+    Column("card_id", ForeignKey("cards.id")),
+    Column("email", String(254), nullable=False, default=""),
+    Column("order_desc", Text, nullable=False, default=""),
+    Column("customer", Text, nullable=False, default="{}"),
+    Column("redirect_url", Text),
+    Column("server_callback_url", Text),
+    Column("notify_url", Text),
+    Column("merchant_data", Text),
+    Column("request_fingerprint", String(64), nullable=False),
+    Column("created_at_ms", BigInteger, nullable=False),
+    UniqueConstraint("endpoint_id", "client_orderid", name="uq_orders_endpoint_client_orderid"),
+    Index("ix_orders_merchant_created", "merchant_id", "created_at_ms"),
+    sqlite_autoincrement=True,
+)
+
+transactions = Table(
+    "transactions",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("order_id", ForeignKey("orders.id"), nullable=False),
+    Column("serial_number", String(36), nullable=False, unique=True),
+    Column("tx_type", String(32), nullable=False),
+    Column("stage", String(32), nullable=False),
+    Column("amount", BigInteger, nullable=False),
+    Column("currency", String(3), nullable=False),
+    Column("error_code", String(16)),
+    Column("error_message", Text),
+    Column("approval_code", String(16)),
+    Column("processor_rrn", String(32)),
+    Column("processor_tx_id", String(64)),
+    Column("created_at_ms", BigInteger, nullable=False),
+    Column("updated_at_ms", BigInteger, nullable=False),
+    Index("ix_transactions_order", "order_id", "id"),
+    sqlite_autoincrement=True,
+)
+
+# Secrets that must outlive the request only until authorization ends (the CVV), encrypted by the vault.
+transient_secrets = Table(
+    "transient_secrets",
+    metadata,
+    Column("transaction_id", ForeignKey("transactions.id"), primary_key=True),
+    Column("cvv_ciphertext", LargeBinary, nullable=False),
+)
+
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("kind", String(32), nullable=False),
+    Column("transaction_id", ForeignKey("transactions.id"), nullable=False),
+    Column("run_at_ms", BigInteger, nullable=False),
+    Column("lease_owner", String(64)),
+    Column("lease_until_ms", BigInteger),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("created_at_ms", BigInteger, nullable=False),
+    Index("ix_jobs_run_at", "run_at_ms"),
+    sqlite_autoincrement=True,
+)
