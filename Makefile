@@ -1,0 +1,33 @@
+# The two commands of the quick start: `make serve` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+
+.PHONY: serve test lint bench services clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[dev]'
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+serve: $(STAMP)
+	$(VENV)/bin/kassa serve --demo
+
+services:
+	scripts/ensure-services.sh
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check kassa tests bench
+	$(VENV)/bin/ruff format --check kassa tests bench
+	$(VENV)/bin/mypy
+
+test: $(STAMP) services lint
+	$(VENV)/bin/pytest
+
+bench: $(STAMP) services
+	$(VENV)/bin/python -m bench
+
+clean:
+	rm -rf $(VENV) var

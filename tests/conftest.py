@@ -1,0 +1,89 @@
+"""Fixtures: every end-to-end test runs against a real gateway on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.support.gateway import Gateway, Merchant, new_merchant
+
+POSTGRES_ADMIN_URL = os.environ.get("KASSA_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+def _postgres_database() -> Iterator[str]:
+    name = f"kassa_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty database of the backend the test is parametrized with."""
+    if request.param == "postgresql":
+        yield from _postgres_database()
+    else:
+        yield f"sqlite:///{tmp_path / 'kassa.db'}"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    for name in ("database_url", "shared_gateway"):
+        if name in metafunc.fixturenames:
+            metafunc.parametrize(
+                name,
+                ["sqlite", "postgresql"],
+                indirect=True,
+                scope="session" if name == "shared_gateway" else "function",
+            )
+
+
+@pytest.fixture(scope="session")
+def shared_gateway(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    """One running gateway per backend for the whole session; tests keep apart by using their own merchants."""
+    data_dir = tmp_path_factory.mktemp(f"gateway-{request.param}")
+    urls = _postgres_database() if request.param == "postgresql" else iter([f"sqlite:///{data_dir / 'kassa.db'}"])
+    url = next(urls)
+    gateway = Gateway(url, data_dir).start()
+    try:
+        yield gateway
+    finally:
+        gateway.stop()
+        for _ in urls:
+            pass
+
+
+@pytest.fixture
+def make_merchant(shared_gateway: Gateway) -> Callable[..., Merchant]:
+    def make(currency: str = "USD", *extra: str) -> Merchant:
+        return new_merchant(shared_gateway, f"m-{uuid.uuid4().hex[:10]}", currency, *extra)
+
+    return make
+
+
+@pytest.fixture
+def merchant(make_merchant: Callable[..., Merchant]) -> Merchant:
+    return make_merchant()
+
+
+@pytest.fixture
+def gateway_factory(database_url: str, tmp_path: Path) -> Iterator[Callable[..., Gateway]]:
+    """Gateways of the test's own (on a fresh database), stopped at the end of the test."""
+    started: list[Gateway] = []
+
+    def start(*args: str, **env: str) -> Gateway:
+        gateway = Gateway(database_url, tmp_path, extra_env=env).start(*args)
+        started.append(gateway)
+        return gateway
+
+    yield start
+    for gateway in started:
+        gateway.stop()

@@ -1,0 +1,1 @@
+"""Test harness: real gateway processes, a merchant's client, databases."""

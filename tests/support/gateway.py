@@ -1,0 +1,178 @@
+"""A real Kassa gateway in a subprocess, started as operators start it (`kassa serve`), and a merchant's
+client that signs requests the way merchant code does."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+KASSA = str(Path(sys.executable).parent / "kassa")
+JSON_ACCEPT = {"Accept": "application/vnd.pay+json"}
+TEST_VAULT_KEY = base64.b64encode(b"k" * 32).decode()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def sha1(*parts: object) -> str:
+    return hashlib.sha1("".join(str(p) for p in parts).encode()).hexdigest()
+
+
+@dataclass
+class Gateway:
+    database_url: str
+    data_dir: Path
+    port: int = field(default_factory=free_port)
+    extra_env: dict[str, str] = field(default_factory=dict)
+    process: subprocess.Popen[bytes] | None = None
+    log_path: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.log_path = self.data_dir / f"gateway-{self.port}.log"
+
+    @property
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            KASSA_DATABASE_URL=self.database_url,
+            KASSA_DATA_DIR=str(self.data_dir),
+            KASSA_VAULT_KEY=TEST_VAULT_KEY,
+            KASSA_POLL_INTERVAL="0.05",
+            KASSA_ENDPOINT_CACHE_SECONDS="0",
+        )
+        env.update(self.extra_env)
+        return env
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/paynet"
+
+    def start(self, *args: str) -> Gateway:
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [KASSA, "serve", "--port", str(self.port), *args], env=self.env, stdout=log, stderr=log
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"gateway exited: {self.log_path.read_text()[-2000:]}")
+            try:
+                httpx.get(f"{self.base}/openapi.json", timeout=1)
+                return self
+            except httpx.TransportError:
+                time.sleep(0.05)
+        raise RuntimeError("gateway did not start")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+
+    def cli(self, *args: str) -> Any:
+        done = subprocess.run([KASSA, *args, "--json"], env=self.env, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"kassa {' '.join(args)} failed: {done.stderr}")
+        return json.loads(done.stdout)
+
+    def log_text(self) -> str:
+        return self.log_path.read_text()
+
+    def post(self, path: str, data: dict[str, str] | str, headers: dict[str, str] | None = None) -> httpx.Response:
+        return httpx.post(
+            self.base + path, data=data if isinstance(data, dict) else None,
+            content=data if isinstance(data, str) else None,
+            headers=JSON_ACCEPT if headers is None else headers, timeout=30,
+        )  # fmt: skip
+
+
+@dataclass
+class Merchant:
+    """A merchant with one endpoint, signing requests as merchant code does."""
+
+    gateway: Gateway
+    login: str
+    control_key: str
+    endpoint_id: int
+    currency: str = "USD"
+
+    def sale(self, client_orderid: str, *, cvv2: str = "123", amount: str = "10.42", **fields: str) -> httpx.Response:
+        data = self.sale_fields(client_orderid, cvv2=cvv2, amount=amount, **fields)
+        return self.gateway.post(f"/api/v2/sale/{self.endpoint_id}", data)
+
+    def sale_fields(
+        self,
+        client_orderid: str,
+        *,
+        cvv2: str = "123",
+        amount: str = "10.42",
+        signed_id: int | None = None,
+        **fields: str,
+    ) -> dict[str, str]:
+        """A signed sale body; ``signed_id`` is the endpoint or group id the control formula starts with."""
+        data = {
+            "client_orderid": client_orderid,
+            "order_desc": "Test order",
+            "amount": amount,
+            "currency": self.currency,
+            "email": "cardholder@example.com",
+            "ipaddress": "203.0.113.7",
+            "credit_card_number": "4111111111111111",
+            "card_printed_name": "Jane Doe",
+            "expire_month": "12",
+            "expire_year": "2030",
+            "cvv2": cvv2,
+        }
+        data.update(fields)
+        signed = signed_id or self.endpoint_id
+        minor = minor_units(data["amount"])
+        data.setdefault("control", sha1(signed, data["client_orderid"], minor, data["email"], self.control_key))
+        return data
+
+    def status(self, *, orderid: str = "", client_orderid: str = "", **extra: str) -> httpx.Response:
+        data = {"login": self.login, "client_orderid": client_orderid, "orderid": orderid, **extra}
+        data = {k: v for k, v in data.items() if v}
+        data["control"] = sha1(self.login, client_orderid, orderid, self.control_key)
+        return self.gateway.post(f"/api/v2/status/{self.endpoint_id}", data)
+
+    def wait_final(self, orderid: str, timeout: float = 15) -> dict[str, str]:
+        deadline = time.monotonic() + timeout
+        while True:
+            answer = self.status(orderid=orderid).json()
+            if answer.get("status") != "processing" or time.monotonic() > deadline:
+                return dict(answer)
+            time.sleep(0.05)
+
+
+def minor_units(amount: str) -> str:
+    whole, _, fraction = amount.partition(".")
+    return str(int(whole + fraction.ljust(2, "0")))
+
+
+def new_merchant(gateway: Gateway, login: str, currency: str = "USD", *extra: str) -> Merchant:
+    created = gateway.cli("merchant", "create", "--login", login)
+    endpoint = gateway.cli("endpoint", "create", "--merchant", login, "--currency", currency, *extra)
+    return Merchant(gateway, login, created["control_key"], endpoint["id"], currency)
