@@ -30,7 +30,7 @@ def free_port() -> int:
 
 
 def sha1(*parts: object) -> str:
-    return hashlib.sha1("".join(str(p) for p in parts).encode()).hexdigest()
+    return hashlib.sha1("".join(str(p) for p in parts).encode(), usedforsecurity=False).hexdigest()
 
 
 @dataclass

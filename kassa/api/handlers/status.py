@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+
 from sqlalchemy import RowMapping
 
 from kassa.api.context import OperationRequest, Reply
