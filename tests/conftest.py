@@ -35,15 +35,19 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         yield f"sqlite:///{tmp_path / 'kassa.db'}"
 
 
+BACKENDS = ("sqlite", "postgresql")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "backends(*names): run only on these database backends")
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    for name in ("database_url", "shared_gateway"):
+    marker = metafunc.definition.get_closest_marker("backends")
+    backends = marker.args if marker else BACKENDS
+    for name, scope in (("database_url", "function"), ("shared_gateway", "session")):
         if name in metafunc.fixturenames:
-            metafunc.parametrize(
-                name,
-                ["sqlite", "postgresql"],
-                indirect=True,
-                scope="session" if name == "shared_gateway" else "function",
-            )
+            metafunc.parametrize(name, backends, indirect=True, scope=scope)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,68 @@
+"""The database runner: atomic units of work, group-committed on SQLite, on both backends."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from sqlalchemy import Connection, select
+
+from kassa.storage import merchants as merchant_store
+from kassa.storage.database import open_database
+from kassa.storage.migrate import upgrade
+from kassa.storage.tables import merchants
+
+
+def _create(login: str) -> object:
+    def unit(conn: Connection) -> object:
+        return merchant_store.create_merchant(conn, login, "key", False, 0)
+
+    return unit
+
+
+def _fail_after_insert(conn: Connection) -> None:
+    merchant_store.create_merchant(conn, "half-written", "key", False, 0)
+    raise RuntimeError("boom")
+
+
+def test_concurrent_units_commit_independently_and_a_failing_one_leaves_nothing(database_url: str) -> None:
+    upgrade(database_url)
+    db = open_database(database_url)
+
+    async def run() -> list[object]:
+        units = [db.write(_create(f"login-{n}")) for n in range(50)]
+        units.append(db.write(_fail_after_insert))
+        units.append(db.write(_create("login-0")))  # duplicate login: refused by the unique constraint
+        return await asyncio.gather(*units, return_exceptions=True)
+
+    try:
+        results = asyncio.run(run())
+        logins = db.read_sync(lambda conn: set(conn.execute(select(merchants.c.login)).scalars()))
+    finally:
+        db.close()
+    assert logins == {f"login-{n}" for n in range(50)}
+    assert isinstance(results[50], RuntimeError)
+    assert isinstance(results[51], Exception)
+
+
+def test_unit_result_is_returned_after_commit(database_url: str) -> None:
+    upgrade(database_url)
+    db = open_database(database_url)
+    try:
+        created = asyncio.run(db.write(_create("visible")))
+        found = db.read_sync(lambda conn: merchant_store.merchant_by_login(conn, "visible"))
+    finally:
+        db.close()
+    assert found == created
+
+
+def test_migrations_are_idempotent(database_url: str) -> None:
+    upgrade(database_url)
+    upgrade(database_url)
+
+
+@pytest.mark.parametrize("url", ["postgresql://u@h/db", "postgres://u@h/db"])
+def test_plain_postgresql_urls_use_psycopg(url: str) -> None:
+    from kassa.storage.database import sqlalchemy_url
+
+    assert sqlalchemy_url(url) == "postgresql+psycopg://u@h/db"

@@ -1,0 +1,45 @@
+"""Logs are structured, carry the request's serial number, and never hold card data or secrets."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.support.gateway import Gateway, new_merchant
+
+CARDS = ("4111111111111111", "5555555555554444", "378282246310005")
+
+
+@pytest.mark.backends("sqlite")
+def test_logs_and_database_never_hold_card_data_or_secrets(
+    gateway_factory: Callable[..., Gateway], tmp_path: Path
+) -> None:
+    gateway = gateway_factory(KASSA_LOG_LEVEL="DEBUG")
+    merchant = new_merchant(gateway, "logscan")
+    orders = []
+    for n, pan in enumerate(CARDS):
+        cvv2 = "1234" if pan.startswith("37") else "123"
+        orders.append(merchant.sale(f"log-{n}", credit_card_number=pan, cvv2=cvv2).json()["paynet-order-id"])
+    merchant.sale("luhn", credit_card_number="4111111111111112")
+    merchant.sale("wrong-control", control="0" * 40)
+    for order_id in orders:
+        assert merchant.wait_final(order_id)["status"] == "approved"
+    gateway.stop()
+
+    log = gateway.log_text()
+    forbidden = [*CARDS, "4111111111111112", merchant.control_key, "cvv2", "credit_card_number="]
+    assert [secret for secret in forbidden if secret in log] == []
+    entries = [json.loads(line) for line in log.splitlines()]
+    requests = [e for e in entries if e["msg"] == "request"]
+    assert len(requests) >= 5
+    assert all("serial" in e for e in requests)
+
+    database = Path(gateway.database_url.removeprefix("sqlite:///"))
+    stored = b"".join(p.read_bytes() for p in database.parent.glob(database.name + "*"))
+    assert [pan for pan in CARDS if pan.encode() in stored] == []
+    with sqlite3.connect(database) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM transient_secrets").fetchone() == (0,)
