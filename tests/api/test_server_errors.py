@@ -1,0 +1,33 @@
+"""A server failure answers 500 `type=error` with no internal detail, and is logged with its serial."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import sqlalchemy
+
+from kassa.storage.database import sqlalchemy_url
+from tests.support.gateway import Gateway, new_merchant
+
+
+def test_database_failure_answers_500_without_detail_and_logs_the_serial(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    gateway = gateway_factory()
+    merchant = new_merchant(gateway, "broken")
+    engine = sqlalchemy.create_engine(sqlalchemy_url(gateway.database_url))
+    with engine.begin() as conn:  # an operator's mistake: the orders table disappears under the gateway
+        conn.exec_driver_sql("ALTER TABLE orders RENAME TO orders_gone")
+    engine.dispose()
+
+    answer = merchant.sale("will-fail")
+
+    assert answer.status_code == 500
+    body = answer.json()
+    assert body["type"] == "error"
+    assert body["error-code"] == "500"
+    assert body["error-message"] == "internal error"
+    assert "orders" not in answer.text
+    failures = [json.loads(line) for line in gateway.log_text().splitlines() if '"request failed"' in line]
+    assert [entry["serial"] for entry in failures] == [body["serial-number"]]
