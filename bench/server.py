@@ -18,9 +18,10 @@ from typing import Any
 
 import httpx
 
+from bench.probe import process_cpu_seconds
+
 KASSA = str(Path(sys.executable).parent / "kassa")
 PREFIX = "/paynet"
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
@@ -89,10 +90,7 @@ class Server:
         raise RuntimeError("no VmRSS line")
 
     def cpu_seconds(self) -> float:
-        """User plus system CPU time of every thread of the process so far."""
-        stat = Path(f"/proc/{self.pid}/stat").read_text()
-        fields = stat.rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+        return process_cpu_seconds(self.pid)
 
     def __enter__(self) -> Server:
         return self.start()

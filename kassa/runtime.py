@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from kassa.domain.merchants import Endpoint
 from kassa.engine.sandbox import SandboxProcessor
+from kassa.engine.scheduler import Scheduler
 from kassa.engine.worker import Worker, WorkerConfig
 from kassa.settings import Settings
 from kassa.storage import merchants as merchant_store
@@ -44,6 +45,7 @@ class Services:
     vault: Vault
     directory: EndpointDirectory
     workers: list[Worker] = field(default_factory=list)
+    scheduler: Scheduler | None = None
 
     def wake_workers(self) -> None:
         for worker in self.workers:
@@ -54,10 +56,22 @@ def build_services(settings: Settings, worker_count: int) -> Services:
     db = open_database(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
     vault = load_vault(settings.vault_key, settings.vault_key_file)
     processor = SandboxProcessor(settings.sandbox_latency_ms)
-    config = WorkerConfig(settings.poll_interval, settings.job_lease_seconds)
+    config = WorkerConfig(settings.poll_interval, settings.job_lease_seconds, settings.reconcile_delay_seconds)
     workers = [Worker(db, vault, processor, config) for _ in range(worker_count)]
-    return Services(settings, db, vault, EndpointDirectory(db, settings.endpoint_cache_seconds), workers)
+    scheduler = None
+    if worker_count:  # time-driven work runs where jobs run; the API alone does none
+        scheduler = Scheduler(
+            db,
+            cutoff=settings.settlement_cutoff,
+            authorization_ttl_seconds=settings.authorization_ttl_seconds,
+            interval=settings.scheduler_interval,
+        )
+    directory = EndpointDirectory(db, settings.endpoint_cache_seconds)
+    return Services(settings, db, vault, directory, workers, scheduler)
 
 
 async def run_workers(services: Services, stop: asyncio.Event) -> None:
-    await asyncio.gather(*(worker.run(stop) for worker in services.workers))
+    tasks = [worker.run(stop) for worker in services.workers]
+    if services.scheduler is not None:
+        tasks.append(services.scheduler.run(stop))
+    await asyncio.gather(*tasks)

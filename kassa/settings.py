@@ -32,6 +32,10 @@ class Settings:
     log_level: str = "INFO"
     public_url: str | None = None
     endpoint_cache_seconds: float = 2.0
+    reconcile_delay_seconds: float = 60.0
+    authorization_ttl_seconds: float = 7 * 86400.0
+    settlement_cutoff: str = "00:00"
+    scheduler_interval: float = 10.0
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -51,6 +55,10 @@ class Settings:
             log_level=_env("LOG_LEVEL", "INFO").upper(),
             public_url=os.environ.get("KASSA_PUBLIC_URL"),
             endpoint_cache_seconds=float(_env("ENDPOINT_CACHE_SECONDS", "2")),
+            reconcile_delay_seconds=float(_env("RECONCILE_DELAY_SECONDS", "60")),
+            authorization_ttl_seconds=float(_env("AUTHORIZATION_TTL_SECONDS", str(7 * 86400))),
+            settlement_cutoff=_env("SETTLEMENT_CUTOFF", "00:00"),
+            scheduler_interval=float(_env("SCHEDULER_INTERVAL", "10")),
         )
 
     @property

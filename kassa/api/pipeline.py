@@ -1,16 +1,17 @@
 """The path of every operation request: parse, resolve the endpoint, check fields and signature, run the
-handler, render. Handlers see only requests that passed every check."""
+handler (once per Idempotency-Key), render. Handlers see only requests that passed every check."""
 
 from __future__ import annotations
 
 import logging
 import time
 import uuid
-from typing import Any
+from dataclasses import dataclass
 
 from starlette.requests import Request
 from starlette.responses import Response
 
+from kassa.api import idempotency
 from kassa.api.context import OperationRequest
 from kassa.api.errors import ApiError, Code, internal_error
 from kassa.api.fields import validate
@@ -25,19 +26,34 @@ from kassa.runtime import Services
 log = logging.getLogger("kassa.api")
 
 
+@dataclass(slots=True)
+class Exchange:
+    """What is known of the request so far, for answering it: refusals too need the format."""
+
+    serial: str
+    classic: bool = False
+    client_orderid: str | None = None
+
+    def refusal(self, error: ApiError) -> Response:
+        fields = {"type": error.response_type, "serial-number": self.serial}
+        if self.client_orderid and error.code < Code.INTERNAL:
+            fields["merchant-order-id"] = self.client_orderid
+        fields["error-message"] = error.message
+        fields["error-code"] = str(int(error.code))
+        return render(fields, classic=self.classic, status=error.http_status, headers=error.headers)
+
+
 async def handle(op: Operation, request: Request, services: Services) -> Response:
-    serial = str(uuid.uuid4())
-    token = serial_var.set(serial)
+    exchange = Exchange(str(uuid.uuid4()))
+    token = serial_var.set(exchange.serial)
     started = time.perf_counter()
-    json_asked = wants_json(request.headers.get("accept", ""))
-    state: dict[str, Any] = {"classic": False, "client_orderid": None}
     try:
-        response = await _run(op, request, services, serial, json_asked, state)
+        response = await _run(op, request, services, exchange)
     except ApiError as refusal:
-        response = _refusal(refusal, serial, state)
+        response = exchange.refusal(refusal)
     except Exception:
         log.exception("request failed", extra={"operation": op.code})
-        response = _refusal(internal_error(), serial, state)
+        response = exchange.refusal(internal_error())
     log.info(
         "request",
         extra={
@@ -50,25 +66,37 @@ async def handle(op: Operation, request: Request, services: Services) -> Respons
     return response
 
 
-async def _run(
-    op: Operation, request: Request, services: Services, serial: str, json_asked: bool, state: dict[str, Any]
-) -> Response:
+async def _run(op: Operation, request: Request, services: Services, exchange: Exchange) -> Response:
     if op.handler is None:
         raise ApiError(Code.NOT_IMPLEMENTED, f"operation {op.code} is not implemented yet", http_status=501)
+    json_asked = wants_json(request.headers.get("accept", ""))
     body = await read_body(request)
     path_id = request.path_params["endpoint_id"]
     endpoint = await _endpoint(services, path_id)
     if not json_asked and not (endpoint is not None and endpoint.speaks_classic):
         raise ApiError(Code.ACCEPT, "the Accept header must be application/vnd.pay+json")
-    state["classic"] = not json_asked
+    exchange.classic = not json_asked
     if endpoint is None or not endpoint.enabled:
         raise ApiError(Code.ENDPOINT, f"unknown or disabled endpoint {path_id}")
     form = _canonical_form(op, parse_form(body))
-    state["client_orderid"] = form.get("client_orderid") or None
+    exchange.client_orderid = form.get("client_orderid") or None
     values = validate(op.fields, form)
     verify(op, endpoint, path_id, form, values)
-    reply = await op.handler(OperationRequest(op, serial, endpoint, values, form, services))
-    return render(reply, classic=state["classic"])
+    checked = OperationRequest(op, exchange.serial, endpoint, values, form, services)
+    key = request.headers.get("idempotency-key")
+    if key is None:
+        return await _answer(checked, exchange)
+    digest = idempotency.request_hash(request.url.path, body)
+    return await idempotency.run_once(services, endpoint.merchant.id, key, digest, lambda: _answer(checked, exchange))
+
+
+async def _answer(checked: OperationRequest, exchange: Exchange) -> Response:
+    """The handler's answer, refusals included (they are answers a repeated key must get again)."""
+    assert checked.op.handler is not None
+    try:
+        return render(await checked.op.handler(checked), classic=exchange.classic)
+    except ApiError as refusal:
+        return exchange.refusal(refusal)
 
 
 async def _endpoint(services: Services, path_id: str) -> Endpoint | None:
@@ -82,12 +110,3 @@ def _canonical_form(op: Operation, pairs: list[tuple[str, str]]) -> dict[str, st
     for name, value in pairs:
         form.setdefault(op.canonical(name), value)
     return form
-
-
-def _refusal(refusal: ApiError, serial: str, state: dict[str, Any]) -> Response:
-    fields = {"type": refusal.response_type, "serial-number": serial}
-    if state["client_orderid"] and refusal.code < Code.INTERNAL:
-        fields["merchant-order-id"] = state["client_orderid"]
-    fields["error-message"] = refusal.message
-    fields["error-code"] = str(int(refusal.code))
-    return render(fields, classic=state["classic"], status=refusal.http_status, headers=refusal.headers)

@@ -33,4 +33,8 @@ class AuthorizationRequest:
 
 
 class Processor(Protocol):
-    async def authorize(self, request: AuthorizationRequest) -> Outcome: ...
+    async def process(self, request: AuthorizationRequest) -> Outcome:
+        """Runs one transaction (authorization, capture, reversal, ...) at the acquirer."""
+
+    async def reconcile(self, request: AuthorizationRequest) -> Outcome:
+        """Asks the acquirer for the final outcome of a transaction that ended ``unknown``."""

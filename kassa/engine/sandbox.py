@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 
-from kassa.domain.lifecycle import Stage
+from kassa.domain.lifecycle import Stage, TxType
 from kassa.engine.processor import AuthorizationRequest
 from kassa.storage.orders import Outcome
 
@@ -23,15 +23,26 @@ _APPROVE = frozenset({"123", "1234", "111"})
 _THREE_D_SECURE = frozenset({"321", "322", "323", "324", "325", "326"})
 
 
+# Transactions on an authorization that already exists: the sandbox acquirer always accepts them.
+_FOLLOW_UPS = frozenset({TxType.CAPTURE, TxType.CANCEL, TxType.REVERSAL, TxType.VOID})
+
+
 class SandboxProcessor:
     def __init__(self, latency_ms: int = 0) -> None:
         self._latency = latency_ms / 1000
 
-    async def authorize(self, request: AuthorizationRequest) -> Outcome:
+    async def process(self, request: AuthorizationRequest) -> Outcome:
         if self._latency:
             await asyncio.sleep(self._latency)
+        if request.tx_type in _FOLLOW_UPS:
+            return _approved(f"PNTEST-{request.order_id}", request.serial)
         trigger, has_cvv = _trigger(request)
         return decide(trigger, has_cvv, request.order_id, request.serial)
+
+    async def reconcile(self, request: AuthorizationRequest) -> Outcome:
+        """The sandbox acquirer settles every ``unknown`` to approved once asked (the delay before it
+        is asked is the reconciliation job's schedule)."""
+        return _approved(f"PNTEST-{request.order_id}", request.serial)
 
 
 def _trigger(request: AuthorizationRequest) -> tuple[str, bool]:

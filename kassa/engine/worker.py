@@ -39,6 +39,7 @@ def now_ms() -> int:
 class WorkerConfig:
     poll_interval: float
     lease_seconds: float
+    reconcile_delay_seconds: float
 
 
 class Worker:
@@ -73,14 +74,18 @@ class Worker:
 
     async def _run_job(self, job: Job) -> None:
         try:
-            await self._authorize(job)
+            await self._process(job)
         except Exception:
             log.exception("job failed", extra={"job": job.id, "attempt": job.attempts})
             await self._after_failure(job)
 
-    async def _authorize(self, job: Job) -> None:
+    async def _process(self, job: Job) -> None:
         work = await self.db.read(lambda conn: order_store.load_authorization(conn, job.transaction_id))
-        outcome = await self.processor.authorize(self._request(work))
+        request = self._request(work)
+        if job.kind == "reconcile":
+            outcome = await self.processor.reconcile(request)
+        else:
+            outcome = await self.processor.process(request)
         recorded = await self.db.write(lambda conn: self._record(conn, job, outcome))
         if recorded:
             log.info(
@@ -96,8 +101,12 @@ class Worker:
     def _record(self, conn: Connection, job: Job, outcome: Outcome) -> bool:
         if not job_queue.still_held(conn, job, self.owner):
             return False
-        order_store.record_outcome(conn, job.transaction_id, outcome, now_ms())
+        now = now_ms()
+        order_store.record_outcome(conn, job.transaction_id, outcome, now)
         job_queue.finish(conn, job)
+        if outcome.stage is Stage.UNKNOWN:
+            reconcile_at = now + int(self.config.reconcile_delay_seconds * 1000)
+            job_queue.add(conn, "reconcile", job.transaction_id, run_at_ms=reconcile_at, now_ms=now)
         return True
 
     def _request(self, work: AuthorizationWork) -> AuthorizationRequest:

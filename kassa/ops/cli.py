@@ -20,8 +20,10 @@ from kassa.domain.lifecycle import Stage, Status, TxType, order_stage, status_of
 from kassa.domain.merchants import Endpoint, Merchant, Mode
 from kassa.ops import demo
 from kassa.settings import Settings
+from kassa.storage import ledger as ledger_store
 from kassa.storage import merchants as merchant_store
 from kassa.storage import orders as order_store
+from kassa.storage import settlement
 from kassa.storage.database import Database, open_database
 from kassa.storage.migrate import upgrade
 
@@ -361,3 +363,52 @@ def order_list(login: str | None, status: str | None, limit: int, as_json: bool)
         data,
         [f"{d['id']}\t{d['client_orderid']}\t{d['type']}\t{d['status']}\t{d['amount']} {d['currency']}" for d in data],
     )
+
+
+@main.command()
+@click.option("--endpoint", "endpoint_id", type=int, default=None, help="Only this endpoint's orders.")
+@json_option
+def settle(endpoint_id: int | None, as_json: bool) -> None:
+    """Settle approved sales and captures now (the scheduler does it at the daily cut-off)."""
+    count = _write(lambda conn: settlement.settle(conn, _now_ms(), endpoint_id))
+    _emit(as_json, {"settled_orders": count}, [f"{count} orders settled"])
+
+
+@main.group()
+def ledger() -> None:
+    """The double-entry ledger."""
+
+
+@ledger.command("balance")
+@click.option("--merchant", "login", required=True)
+@json_option
+def ledger_balance(login: str, as_json: bool) -> None:
+    """Held, captured-unsettled and settled balance per currency."""
+
+    def query(conn: Connection) -> list[ledger_store.CurrencyBalance]:
+        return ledger_store.merchant_balances(conn, merchant_store.merchant_by_login(conn, login).id)
+
+    rows = _write(query)
+    data = [
+        {
+            "currency": b.currency,
+            "held": _amount_text(b.held, b.currency),
+            "captured_unsettled": _amount_text(b.captured, b.currency),
+            "settled": _amount_text(b.settled, b.currency),
+        }
+        for b in rows
+    ]
+    lines = ["currency  held  captured-unsettled  settled"]
+    lines += [f"{d['currency']}  {d['held']}  {d['captured_unsettled']}  {d['settled']}" for d in data]
+    _emit(as_json, data, lines)
+
+
+@ledger.command("check")
+@json_option
+def ledger_check(as_json: bool) -> None:
+    """Verify that postings balance and that every order's amounts agree with its transactions."""
+    with _database() as database:
+        problems = database.read_sync(ledger_store.check)
+    _emit(as_json, {"ok": not problems, "problems": problems}, problems or ["ledger is consistent"])
+    if problems:
+        raise SystemExit(1)

@@ -9,9 +9,12 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, RowMapping, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from kassa.domain import ledger
 from kassa.domain.lifecycle import Stage, TxType, advance, stages_of_status
+from kassa.domain.orders import OrderState, TxRecord
 from kassa.storage import jobs as job_queue
-from kassa.storage.tables import cards, orders, transactions, transient_secrets
+from kassa.storage import ledger as ledger_store
+from kassa.storage.tables import cards, endpoints, orders, transactions, transient_secrets
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +116,7 @@ def _insert_order(conn: Connection, new: NewOrder) -> Started:
     ).inserted_primary_key[0]  # type: ignore[index]
     if new.cvv_ciphertext is not None:
         conn.execute(insert(transient_secrets).values(transaction_id=tx_id, cvv_ciphertext=new.cvv_ciphertext))
-    job_queue.add(conn, "authorize", tx_id, run_at_ms=new.now_ms, now_ms=new.now_ms)
+    job_queue.add(conn, "process", tx_id, run_at_ms=new.now_ms, now_ms=new.now_ms)
     return Started(order_id, new.endpoint_id, new.serial, new.request_fingerprint, created=True)
 
 
@@ -135,6 +138,14 @@ class OrderSnapshot:
     order: RowMapping
     transactions: Sequence[RowMapping]  # oldest first
     card: RowMapping | None
+
+    def state(self) -> OrderState:
+        """The order as the order rules see it (multi-capture does not matter for reading amounts)."""
+        records = tuple(
+            TxRecord(TxType(tx["tx_type"]), Stage(tx["stage"]), tx["amount"], tx["settled_at_ms"] is not None)
+            for tx in self.transactions
+        )
+        return OrderState(TxType(self.order["tx_type"]), self.order["amount"], False, records)
 
 
 def find_order(
@@ -196,26 +207,93 @@ class Outcome:
 
 
 def record_outcome(conn: Connection, transaction_id: int, outcome: Outcome, now_ms: int) -> None:
-    """Moves the transaction to the processor's outcome (as the transition table allows) and forgets its
-    CVV, whatever the outcome."""
-    current = conn.execute(
-        select(transactions.c.stage).where(transactions.c.id == transaction_id).with_for_update()
-    ).scalar_one()
-    stage = advance(Stage(current), outcome.stage)
+    """Moves the transaction to the processor's outcome (as the transition table allows), posts its money
+    movement to the ledger when approved, and forgets its CVV, whatever the outcome."""
+    tx = conn.execute(select(transactions).where(transactions.c.id == transaction_id)).mappings().one()
+    order = lock_order(conn, tx["order_id"])
+    stage = advance(Stage(tx["stage"]), outcome.stage)
     conn.execute(
         update(transactions)
-        .where(transactions.c.id == transaction_id, transactions.c.stage == current)
+        .where(transactions.c.id == transaction_id)
         .values(
             stage=stage.value,
             error_code=outcome.error_code,
             error_message=outcome.error_message,
-            approval_code=outcome.approval_code,
-            processor_rrn=outcome.processor_rrn,
-            processor_tx_id=outcome.processor_tx_id,
+            approval_code=outcome.approval_code or tx["approval_code"],
+            processor_rrn=outcome.processor_rrn or tx["processor_rrn"],
+            processor_tx_id=outcome.processor_tx_id or tx["processor_tx_id"],
             updated_at_ms=now_ms,
         )
     )
+    if stage is Stage.APPROVED:
+        _post_approved(conn, order, transaction_id, TxType(tx["tx_type"]), tx["amount"], now_ms)
     conn.execute(delete(transient_secrets).where(transient_secrets.c.transaction_id == transaction_id))
+
+
+def _post_approved(
+    conn: Connection, order: RowMapping, transaction_id: int, tx_type: TxType, amount: int, now_ms: int
+) -> None:
+    posting = ledger.on_approved(
+        tx_type, amount, ledger_store.order_balances(conn, order["id"]), multi_capture=multi_capture_of(conn, order)
+    )
+    ledger_store.post(conn, order, transaction_id, posting, now_ms)
+
+
+def lock_order(conn: Connection, order_id: int) -> RowMapping:
+    """The order row, locked until the end of the transaction: operations on one order are serialized."""
+    return conn.execute(select(orders).where(orders.c.id == order_id).with_for_update()).mappings().one()
+
+
+def multi_capture_of(conn: Connection, order: RowMapping) -> bool:
+    return bool(conn.execute(select(endpoints.c.multi_capture).where(endpoints.c.id == order["endpoint_id"])).scalar())
+
+
+def order_state(conn: Connection, order: RowMapping) -> OrderState:
+    rows = conn.execute(
+        select(transactions.c.tx_type, transactions.c.stage, transactions.c.amount, transactions.c.settled_at_ms)
+        .where(transactions.c.order_id == order["id"])
+        .order_by(transactions.c.id)
+    ).all()
+    return OrderState(
+        kind=TxType(order["tx_type"]),
+        amount=order["amount"],
+        multi_capture=multi_capture_of(conn, order),
+        transactions=tuple(TxRecord(TxType(t), Stage(st), a, settled is not None) for t, st, a, settled in rows),
+    )
+
+
+def add_transaction(
+    conn: Connection, order: RowMapping, tx_type: TxType, amount: int, serial: str, now_ms: int, *, stage: Stage
+) -> int:
+    """A further transaction on an order; one still processing gets a job for the workers."""
+    tx_id = int(
+        conn.execute(
+            insert(transactions).values(
+                order_id=order["id"],
+                serial_number=serial,
+                tx_type=tx_type.value,
+                stage=stage.value,
+                amount=amount,
+                currency=order["currency"],
+                processor_tx_id=f"PNTEST-{order['id']}" if stage is Stage.APPROVED else None,
+                created_at_ms=now_ms,
+                updated_at_ms=now_ms,
+            )
+        ).inserted_primary_key[0]  # type: ignore[index]
+    )
+    if stage is Stage.PROCESSING:
+        job_queue.add(conn, "process", tx_id, run_at_ms=now_ms, now_ms=now_ms)
+    elif stage is Stage.APPROVED:
+        _post_approved(conn, order, tx_id, tx_type, amount, now_ms)
+    return tx_id
+
+
+def order_for_merchant(conn: Connection, endpoint_ids: Sequence[int], order_id: int) -> RowMapping | None:
+    return (
+        conn.execute(select(orders).where(orders.c.id == order_id, orders.c.endpoint_id.in_(endpoint_ids)))
+        .mappings()
+        .first()
+    )
 
 
 def list_orders(conn: Connection, merchant_id: int | None, status: str | None, limit: int) -> list[RowMapping]:

@@ -119,7 +119,9 @@ transactions = Table(
     Column("processor_tx_id", String(64)),
     Column("created_at_ms", BigInteger, nullable=False),
     Column("updated_at_ms", BigInteger, nullable=False),
+    Column("settled_at_ms", BigInteger),
     Index("ix_transactions_order", "order_id", "id"),
+    Index("ix_transactions_stage", "stage", "tx_type"),
     sqlite_autoincrement=True,
 )
 
@@ -144,4 +146,42 @@ jobs = Table(
     Column("created_at_ms", BigInteger, nullable=False),
     Index("ix_jobs_run_at", "run_at_ms"),
     sqlite_autoincrement=True,
+)
+
+ledger_entries = Table(
+    "ledger_entries",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("merchant_id", ForeignKey("merchants.id"), nullable=False),
+    Column("currency", String(3), nullable=False),
+    Column("account", String(16), nullable=False),
+    Column("amount", BigInteger, nullable=False),  # signed minor units
+    Column("order_id", ForeignKey("orders.id"), nullable=False),
+    Column("transaction_id", ForeignKey("transactions.id")),  # none for settlement
+    Column("posting", String(36), nullable=False),  # the entries of one posting share it and sum to zero
+    Column("created_at_ms", BigInteger, nullable=False),
+    Index("ix_ledger_order", "order_id", "account"),
+    Index("ix_ledger_merchant", "merchant_id", "currency", "account"),
+    sqlite_autoincrement=True,
+)
+
+# Answers to requests carrying an Idempotency-Key, replayed byte for byte within 24 hours.
+idempotency_keys = Table(
+    "idempotency_keys",
+    metadata,
+    Column("merchant_id", ForeignKey("merchants.id"), primary_key=True),
+    Column("key", String(255), primary_key=True),
+    Column("request_hash", String(64), nullable=False),
+    Column("status_code", Integer),  # none while the first request is still running
+    Column("content_type", String(64)),
+    Column("body", LargeBinary),
+    Column("created_at_ms", BigInteger, nullable=False),
+)
+
+# Periodic tasks shared by every worker process: a node runs a task after moving its next run on.
+schedule = Table(
+    "schedule",
+    metadata,
+    Column("task", String(32), primary_key=True),
+    Column("next_run_at_ms", BigInteger, nullable=False),
 )

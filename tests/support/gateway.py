@@ -158,10 +158,11 @@ class Merchant:
         data["control"] = sha1(self.login, client_orderid, orderid, self.control_key)
         return self.gateway.post(f"/api/v2/status/{self.endpoint_id}", data)
 
-    def wait_final(self, orderid: str, timeout: float = 15) -> dict[str, str]:
+    def wait_final(self, orderid: str, timeout: float = 15, by_request_sn: str = "") -> dict[str, str]:
         deadline = time.monotonic() + timeout
+        extra = {"by-request-sn": by_request_sn} if by_request_sn else {}
         while True:
-            answer = self.status(orderid=orderid).json()
+            answer = self.status(orderid=orderid, **extra).json()
             if answer.get("status") != "processing" or time.monotonic() > deadline:
                 return dict(answer)
             time.sleep(0.05)
@@ -176,3 +177,41 @@ def new_merchant(gateway: Gateway, login: str, currency: str = "USD", *extra: st
     created = gateway.cli("merchant", "create", "--login", login)
     endpoint = gateway.cli("endpoint", "create", "--merchant", login, "--currency", currency, *extra)
     return Merchant(gateway, login, created["control_key"], endpoint["id"], currency)
+
+
+def post_without_accept(gateway: Gateway, path: str, data: dict[str, str]) -> httpx.Response:
+    """POST as a client that sends no Accept header at all (httpx adds ``Accept: */*`` unless removed)."""
+    with httpx.Client(timeout=30) as client:
+        request = client.build_request("POST", gateway.base + path, data=data)
+        del request.headers["accept"]
+        return client.send(request)
+
+
+def cli_run(gateway: Gateway, *args: str) -> subprocess.CompletedProcess[str]:
+    """``kassa ARGS`` as an operator types it (no ``--json`` added), whatever its exit status."""
+    return subprocess.run([KASSA, *args], env=gateway.env, capture_output=True, text=True, check=False)
+
+
+def new_classic_merchant(gateway: Gateway, login: str, currency: str = "USD", *extra: str) -> Merchant:
+    """A merchant created with ``kassa merchant create --classic`` and one endpoint."""
+    created = gateway.cli("merchant", "create", "--login", login, "--classic")
+    endpoint = gateway.cli("endpoint", "create", "--merchant", login, "--currency", currency, *extra)
+    return Merchant(gateway, login, created["control_key"], endpoint["id"], currency)
+
+
+def classic_fields(body: bytes) -> list[tuple[str, str]]:
+    """Decodes a classic ``key=value\\n&key=value\\n`` answer into (key, value) pairs in the order sent."""
+    from urllib.parse import unquote_plus
+
+    pairs = []
+    for part in body.decode().split("&"):
+        name, _, value = part.partition("=")
+        pairs.append((name, unquote_plus(value.removesuffix("\n"))))
+    return pairs
+
+
+def classic_body(pairs: list[tuple[str, str]]) -> bytes:
+    """The classic format of CONTRACT §1 built independently: URL-encoded values, each followed by a newline."""
+    from urllib.parse import quote_plus
+
+    return "&".join(f"{name}={quote_plus(value)}\n" for name, value in pairs).encode()

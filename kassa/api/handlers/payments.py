@@ -1,4 +1,4 @@
-"""Card operations that start an order: sale (and, as they arrive, preauth and account verification)."""
+"""Card operations that start an order: sale, preauth and account verification."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import time
 import orjson
 
 from kassa.api.context import OperationRequest, Reply
-from kassa.api.errors import ApiError, Code
-from kassa.api.handlers.common import serving_endpoint
-from kassa.domain import cards
+from kassa.api.errors import ApiError, Code, field_error
+from kassa.api.handlers.common import async_reply, serving_endpoint
+from kassa.domain import cards, money
 from kassa.domain.lifecycle import TxType
 from kassa.domain.money import Currency
 from kassa.storage import orders as order_store
-from kassa.storage.orders import NewCard, NewOrder, Started
+from kassa.storage.orders import NewCard, NewOrder
 from kassa.vault.keys import cvv_context, pan_context
 
 _CUSTOMER_FIELDS = (
@@ -27,11 +27,19 @@ async def sale(req: OperationRequest) -> Reply:
     return await start_card_order(req, TxType.SALE)
 
 
+async def preauth(req: OperationRequest) -> Reply:
+    return await start_card_order(req, TxType.PREAUTH)
+
+
+async def account_verification(req: OperationRequest) -> Reply:
+    return await start_card_order(req, TxType.ACCOUNT_VERIFICATION)
+
+
 async def start_card_order(req: OperationRequest, tx_type: TxType) -> Reply:
     values = req.values
-    cur: Currency = values["currency"]
+    cur = _currency(req)
     endpoint = serving_endpoint(req.endpoint, cur.code)
-    problem = endpoint.amount_limit_problem(values["amount"])
+    problem = endpoint.amount_limit_problem(values["amount"]) if tx_type is not TxType.ACCOUNT_VERIFICATION else None
     if problem:
         raise ApiError(Code.AMOUNT, problem)
     new = _new_order(req, tx_type, endpoint.id, cur)
@@ -40,18 +48,17 @@ async def start_card_order(req: OperationRequest, tx_type: TxType) -> Reply:
         raise ApiError(Code.DUPLICATE, "client_orderid was already used with different fields")
     if started.created:
         req.services.wake_workers()
-    return async_reply(req, started)
+    return async_reply(started.serial, req.values["client_orderid"], started.order_id, started.endpoint_id)
 
 
-def async_reply(req: OperationRequest, started: Started) -> Reply:
-    return {
-        "type": "async-response",
-        "status": "processing",
-        "serial-number": started.serial,
-        "merchant-order-id": req.values["client_orderid"],
-        "paynet-order-id": str(started.order_id),
-        "end-point-id": str(started.endpoint_id),
-    }
+def _currency(req: OperationRequest) -> Currency:
+    """The request's currency; an account verification may leave it to the endpoint."""
+    if "currency" in req.values:
+        cur: Currency = req.values["currency"]
+        return cur
+    if req.endpoint.currency is None:
+        raise field_error("currency", "is required on an endpoint group")
+    return money.currency(req.endpoint.currency)
 
 
 def _new_order(req: OperationRequest, tx_type: TxType, endpoint_id: int, cur: Currency) -> NewOrder:

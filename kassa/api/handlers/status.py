@@ -45,6 +45,7 @@ def _reported_transaction(snapshot: OrderSnapshot, serial: str | None) -> RowMap
 
 def _status_fields(req: OperationRequest, snapshot: OrderSnapshot, tx: RowMapping) -> Reply:
     order, card = snapshot.order, snapshot.card
+    state = snapshot.state()
     stage = Stage(tx["stage"])
     cur = money.currency(tx["currency"])
     endpoint = next((e for e in (req.endpoint, *req.endpoint.members) if e.id == order["endpoint_id"]), req.endpoint)
@@ -61,6 +62,8 @@ def _status_fields(req: OperationRequest, snapshot: OrderSnapshot, tx: RowMappin
         "end-point-id": str(order["endpoint_id"]),
         "descriptor": endpoint.descriptor,
         "initial-amount": money.format_amount(order["amount"], cur),
+        "captured-amount": money.format_amount(state.captured, cur),
+        "refunded-amount": money.format_amount(state.refunded, cur),
         "paynet-processing-date": _timestamp(tx["updated_at_ms"]),
     }
     if card is not None:

@@ -1,0 +1,103 @@
+"""``python -m bench``: run every scenario, print the table, rewrite docs/performance.md."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench import postgres, report
+from bench.load import LoadResult, LoadSpec
+from bench.pyload import run_pyload
+from bench.scenarios import BACKENDS, Bench, Generator, Options, say
+from bench.wrk import ensure_wrk, run_wrk, write_script
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--duration", type=float, default=10, help="seconds of each measured run (default 10)")
+    parser.add_argument("--quick", action="store_true", help="3-second runs and 500 seeded orders")
+    parser.add_argument("--connections", type=int, default=50, help="concurrent connections (default 50)")
+    parser.add_argument("--seed-orders", type=int, default=2000, help="orders polled by the status runs")
+    parser.add_argument(
+        "--backends", default=",".join(BACKENDS), help="comma-separated, of: sqlite, postgresql (default both)"
+    )
+    parser.add_argument(
+        "--docs", type=Path, default=DOCS, help="Markdown file to rewrite (default docs/performance.md)"
+    )
+    parser.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=60,
+        help="before each measured run, wait up to this many seconds for the machine to go idle (default 60)",
+    )
+    parser.add_argument("--no-docs", action="store_true", help="print the table only")
+    args = parser.parse_args(argv)
+    unknown = set(args.backends.split(",")) - set(BACKENDS)
+    if unknown:
+        parser.error(f"unknown backends: {', '.join(sorted(unknown))}")
+    return args
+
+
+def options(args: argparse.Namespace) -> Options:
+    two_cores = len(os.sched_getaffinity(0)) >= 2
+    return Options(
+        duration=3 if args.quick else args.duration,
+        warmup=1,
+        connections=args.connections,
+        seed_orders=500 if args.quick else args.seed_orders,
+        backends=tuple(b for b in BACKENDS if b in args.backends.split(",")),
+        server_core=0 if two_cores else None,
+        load_core=1 if two_cores else None,
+        quiet_wait=args.quiet_wait,
+    )
+
+
+def generator(work_dir: Path) -> Generator:
+    binary = ensure_wrk()
+    if binary is None:
+        say("wrk is not available: falling back to the Python load generator (it may be the bottleneck)")
+        return run_pyload
+    script = write_script(work_dir)
+
+    def generate(spec: LoadSpec) -> LoadResult:
+        return run_wrk(binary, script, spec)
+
+    return generate
+
+
+def settings_text(o: Options) -> str:
+    pinning = "server on core 0, load generator on core 1" if o.server_core is not None else "no CPU pinning"
+    return (
+        f"Settings: {o.duration:g} s measured per scenario after a {o.warmup:g} s warm-up, {o.connections} "
+        f"connections, {o.seed_orders} orders polled by the status runs, {pinning}."
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    opts = options(args)
+    with tempfile.TemporaryDirectory(prefix="kassa-bench-") as tmp:
+        work_dir = Path(tmp)
+        rows = Bench(opts, work_dir, generator(work_dir)).run()
+    print(report.table(rows))
+    for note in report.notes(rows):
+        print(f"- {note}")
+    if not args.no_docs:
+        pg_version = postgres.server_version() if "postgresql" in opts.backends else "not measured"
+        command = shlex.join([".venv/bin/python", "-m", "bench", *(sys.argv[1:] if argv is None else argv)])
+        text = report.document(rows, command, report.machine(pg_version), settings_text(opts))
+        args.docs.parent.mkdir(parents=True, exist_ok=True)
+        args.docs.write_text(text)
+        say(f"wrote {args.docs}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

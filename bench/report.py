@@ -1,0 +1,194 @@
+"""The results table, the automatic notes on anomalies, and docs/performance.md."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import sqlite3
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench.scenarios import Row
+
+HEADER = (
+    "scenario",
+    "req/s",
+    "p50 ms",
+    "p99 ms",
+    "errors",
+    "vs ceiling",
+    "server RSS MiB",
+    "server CPU",
+    "postgres CPU",
+    "wrk CPU",
+    "other CPU",
+)
+GENERATOR_BUSY = 0.9
+SERVER_IDLE = 0.8
+OTHERS_BUSY = 0.15
+
+
+def _cells(row: Row, ceiling_rps: float) -> tuple[str, ...]:
+    r = row.result
+    ratio = r.rps / ceiling_rps if ceiling_rps else 0.0
+    return (
+        row.name,
+        f"{r.rps:,.0f}",
+        f"{r.p50_ms:.2f}",
+        f"{r.p99_ms:.2f}",
+        str(r.errors),
+        f"{ratio:.2f}",
+        f"{row.rss_kib / 1024:.0f}",
+        f"{row.server_cpu:.0%}",
+        f"{row.cpu.postgres:.0%}",
+        f"{r.generator_cpu:.0%}",
+        f"{row.cpu.others:.0%}",
+    )
+
+
+def table(rows: Sequence[Row]) -> str:
+    """A Markdown table, numbers right-aligned, readable as plain text too."""
+    ceiling_rps = rows[0].result.rps if rows else 0.0
+    lines = [HEADER, *(_cells(row, ceiling_rps) for row in rows)]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(HEADER))]
+
+    def render(cells: Sequence[str]) -> str:
+        padded = [c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
+        return "| " + " | ".join(padded) + " |"
+
+    rule = "|" + "|".join("-" * (w + 1) + (":" if i else "-") for i, w in enumerate(widths)) + "|"
+    return "\n".join([render(lines[0]), rule, *(render(cells) for cells in lines[1:])])
+
+
+def notes(rows: Sequence[Row]) -> list[str]:
+    """What in the numbers needs a second look."""
+    found: list[str] = []
+    for row in rows:
+        r = row.result
+        if r.errors:
+            found.append(
+                f"{row.name}: {r.non_200} non-200 answers and {r.socket_errors} socket errors; first: {r.first_error!r}"
+            )
+        if r.wraps and row.unique_bodies:
+            found.append(f"{row.name}: the body list was replayed {r.wraps} more time(s), so some requests repeated")
+        if r.generator_cpu > GENERATOR_BUSY:
+            found.append(f"{row.name}: the load generator used {r.generator_cpu:.0%} of its core and may be the limit")
+        if row.server_cpu < SERVER_IDLE:
+            found.append(
+                f"{row.name}: the server process used only {row.server_cpu:.0%} of its core: it waits on something"
+                " other than its own CPU (database, locks, fsync)"
+            )
+        if row.cpu.others > OTHERS_BUSY:
+            found.append(
+                f"{row.name}: other processes kept {row.cpu.others:.0%} of a core busy during the run:"
+                " the machine was not quiet, so the numbers are lower than they would be"
+            )
+        if r.generator != "wrk":
+            found.append(f"{row.name}: measured with the {r.generator} load generator, not wrk")
+    return found
+
+
+def _cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def _tool_version(argv: list[str]) -> str:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+    except OSError:
+        return "not installed"
+    output = (done.stdout or done.stderr).strip().splitlines()
+    return output[0] if output else "unknown"
+
+
+def machine(postgres_version: str) -> list[tuple[str, str]]:
+    return [
+        ("date", datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")),
+        ("nproc", str(len(os.sched_getaffinity(0)))),
+        ("CPU", _cpu_model()),
+        ("kernel", platform.release()),
+        ("Python", platform.python_version()),
+        ("SQLite", sqlite3.sqlite_version),
+        ("PostgreSQL", postgres_version),
+        ("wrk", _tool_version(["wrk", "--version"])),
+    ]
+
+
+def document(rows: Sequence[Row], command: str, facts: Sequence[tuple[str, str]], settings: str) -> str:
+    found = notes(rows)
+    lines = [
+        "# Performance",
+        "",
+        "Benchmark v0 of the merchant API, written by `python -m bench` (do not edit by hand: the next run",
+        "rewrites this file).",
+        "",
+        "## Machine",
+        "",
+        *(f"- {name}: {value}" for name, value in facts),
+        "",
+        "## Command",
+        "",
+        "```",
+        command,
+        "```",
+        "",
+        settings,
+        "",
+        "## Results",
+        "",
+        table(rows),
+        "",
+        "## Notes from this run",
+        "",
+        *([f"- {note}" for note in found] or ["- none: no errors, no repeated bodies, no saturated load generator."]),
+        "",
+        METHOD,
+    ]
+    return "\n".join(lines)
+
+
+METHOD = """## What is measured
+
+- **ceiling**: a trivial ASGI app (`bench/ceiling.py`) served like Kassa (uvicorn, uvloop, httptools,
+  one process, no access log). It parses a sale-sized form body with `urllib.parse.parse_qsl` and answers
+  a small JSON object through orjson. No Python web service on this machine can do much better, so
+  *vs ceiling* is the share of that bound Kassa reaches.
+- **sale acceptance**: `POST /paynet/api/v2/sale/{endpoint}` with a sandbox card (CVV2 123), every
+  request a distinct `client_orderid` with its correct `control`; all bodies are built before the run.
+  The answer is `async-response`; the job worker inside the same server process processes the sale
+  meanwhile, so its CPU cost is part of the number (as in production).
+- **status by orderid**: `POST /paynet/api/v2/status/{endpoint}` with `login`, `orderid`, `control`,
+  cycling through the sales created (and settled by the worker) before the run.
+- Each scenario gets a freshly started server (`kassa serve --port P`, `KASSA_LOG_LEVEL=WARNING`, default
+  settings otherwise: one job worker, SQLite `synchronous=FULL`), a short warm-up, then the measured run.
+  SQLite lives in a temporary directory; PostgreSQL in a fresh database `kassa_bench_<random>` on
+  `127.0.0.1:5432`, dropped afterwards.
+- Load: wrk with one thread and 50 keep-alive connections, replaying the bodies through a generated Lua
+  script (`bench/wrk.py`) that reports percentiles and non-200 answers as JSON. Server on core 0, wrk on
+  core 1 (`taskset`). PostgreSQL's own processes are not pinned: they share both cores with the rest.
+- **errors** counts non-200 answers plus socket errors and timeouts (10 s). **server RSS** is VmRSS of the
+  server process right after its run. **server CPU** is the share of one core the server process used in
+  the middle of the run (100% = CPU bound); **postgres CPU** that of every PostgreSQL process together
+  (they are not pinned); **wrk CPU** that of wrk over its whole run (well below 100% = wrk was not the
+  bottleneck); **other CPU** what the rest of the machine used meanwhile (should be near 0%: if not,
+  another job competed for the cores and the run should be repeated). Latencies are closed-loop (wrk
+  sends the next request when the previous answer arrives).
+
+## How to reproduce
+
+```
+make services                    # PostgreSQL on 127.0.0.1:5432 (trust auth)
+make bench                       # = .venv/bin/python -m bench, about 2 minutes
+.venv/bin/python -m bench --quick            # 3-second runs
+.venv/bin/python -m bench --duration 30      # longer runs
+.venv/bin/python -m bench --backends sqlite  # skip PostgreSQL
+```
+
+The bench installs wrk with apt-get when it is missing and it runs as root; otherwise it falls back to a
+slower asyncio load generator (`bench/pyload.py`) and says so in the notes.
+"""

@@ -1,0 +1,58 @@
+"""The ``Idempotency-Key`` header (CONTRACT §7, Stripe semantics): within 24 hours, a repeat with the
+same key and body gets the first answer byte for byte; with another body, code 4. A concurrent repeat
+waits for the first to finish instead of running twice."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Awaitable, Callable
+from functools import partial
+
+from starlette.responses import Response
+
+from kassa.api.errors import ApiError, Code, field_error
+from kassa.runtime import Services
+from kassa.storage import idempotency as store
+
+_WAIT_SECONDS = 30.0
+_POLL_SECONDS = 0.02
+
+
+def request_hash(path: str, body: bytes) -> str:
+    return hashlib.sha256(path.encode() + b"\n" + body).hexdigest()
+
+
+async def run_once(
+    services: Services, merchant_id: int, key: str, digest: str, produce: Callable[[], Awaitable[Response]]
+) -> Response:
+    if not 1 <= len(key) <= 255:
+        raise field_error("Idempotency-Key", "must be 1 to 255 characters")
+    db = services.db
+    deadline = time.monotonic() + _WAIT_SECONDS
+    while True:
+        claim = await db.write(partial(store.claim, merchant_id=merchant_id, key=key, request_hash=digest))
+        if claim.conflict:
+            raise ApiError(Code.DUPLICATE, "Idempotency-Key was already used with a different request")
+        if claim.answer is not None:
+            return _replay(claim.answer)
+        if claim.fresh:
+            break
+        if time.monotonic() > deadline:
+            raise ApiError(Code.DUPLICATE, "a request with this Idempotency-Key is still running", http_status=409)
+        await asyncio.sleep(_POLL_SECONDS)
+    try:
+        response = await produce()
+    except BaseException:
+        await db.write(lambda conn: store.release(conn, merchant_id, key))
+        raise
+    answer = store.StoredAnswer(response.status_code, response.headers["content-type"], bytes(response.body))
+    await db.write(lambda conn: store.complete(conn, merchant_id, key, answer))
+    return response
+
+
+def _replay(answer: store.StoredAnswer) -> Response:
+    response = Response(answer.body, answer.status_code)
+    response.headers["content-type"] = answer.content_type
+    return response

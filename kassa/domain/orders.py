@@ -1,0 +1,152 @@
+"""Order rules of CONTRACT §7: what capture, return and void may do given an order's transactions.
+
+Plain data in, a decision out. Callers hold the order's row lock while they ask, so the decision and
+the transaction it allows are written atomically, on one node or many.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from kassa.domain.lifecycle import Stage, TxType, is_final
+
+MONEY_IN = frozenset({TxType.SALE, TxType.CAPTURE})
+
+
+class Refusal(StrEnum):
+    STATE = "state"  # not allowed in the order's current state
+    AMOUNT = "amount"  # more than the order allows
+
+
+class OrderRuleError(Exception):
+    def __init__(self, refusal: Refusal, message: str) -> None:
+        super().__init__(message)
+        self.refusal = refusal
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class TxRecord:
+    tx_type: TxType
+    stage: Stage
+    amount: int
+    settled: bool = False
+
+    @property
+    def approved(self) -> bool:
+        return self.stage is Stage.APPROVED
+
+    @property
+    def open(self) -> bool:
+        """Still able to end approved: not yet final (``unknown`` included)."""
+        return not is_final(self.stage)
+
+
+@dataclass(frozen=True, slots=True)
+class OrderState:
+    kind: TxType  # the order-starting transaction type
+    amount: int  # the initial (authorized) amount
+    multi_capture: bool
+    transactions: tuple[TxRecord, ...]  # oldest first; the first is the order-starting one
+
+    @property
+    def root(self) -> TxRecord:
+        return self.transactions[0]
+
+    def total(self, types: Iterable[TxType], *, include_open: bool = False) -> int:
+        wanted = frozenset(types)
+        return sum(
+            tx.amount
+            for tx in self.transactions[1:]
+            if tx.tx_type in wanted and (tx.approved or (include_open and tx.open))
+        )
+
+    def any_of(self, types: Iterable[TxType], *, include_open: bool = True) -> bool:
+        wanted = frozenset(types)
+        return any(tx.tx_type in wanted and (tx.approved or (include_open and tx.open)) for tx in self.transactions[1:])
+
+    @property
+    def captured(self) -> int:
+        """Money taken from the cardholder: an approved sale, or the approved captures of a preauth."""
+        if self.kind is TxType.SALE:
+            return self.amount if self.root.approved else 0
+        return self.total([TxType.CAPTURE])
+
+    @property
+    def refunded(self) -> int:
+        return self.total([TxType.REVERSAL])
+
+    @property
+    def ended(self) -> bool:
+        """Cancelled or voided (approved, or on its way)."""
+        return self.any_of([TxType.CANCEL, TxType.VOID])
+
+    @property
+    def settled(self) -> bool:
+        return any(tx.settled for tx in self.transactions if tx.tx_type in MONEY_IN)
+
+    @property
+    def busy(self) -> bool:
+        return any(tx.open for tx in self.transactions[1:])
+
+
+def plan_capture(order: OrderState, amount: int | None) -> int:
+    if order.kind is not TxType.PREAUTH:
+        raise OrderRuleError(Refusal.STATE, "capture applies to a preauth order")
+    if not order.root.approved:
+        raise OrderRuleError(Refusal.STATE, "the preauth is not approved")
+    if order.ended:
+        raise OrderRuleError(Refusal.STATE, "the authorization was cancelled, voided or expired")
+    if not order.multi_capture and order.any_of([TxType.CAPTURE]):
+        raise OrderRuleError(Refusal.STATE, "the preauth was already captured")
+    remaining = order.amount - order.total([TxType.CAPTURE], include_open=True)
+    return _within(amount, remaining, "the remaining authorization")
+
+
+def plan_return(order: OrderState, amount: int | None) -> tuple[TxType, int]:
+    if not order.root.approved or order.kind is TxType.ACCOUNT_VERIFICATION:
+        raise OrderRuleError(Refusal.STATE, "return needs an approved sale, preauth or capture")
+    if order.ended:
+        raise OrderRuleError(Refusal.STATE, "the order was cancelled or voided")
+    if order.kind is TxType.PREAUTH and not order.any_of([TxType.CAPTURE]):
+        if amount is not None and amount != order.amount:
+            raise OrderRuleError(Refusal.AMOUNT, "a preauth is cancelled whole: omit amount")
+        return TxType.CANCEL, order.amount
+    reversible = order.captured - order.total([TxType.REVERSAL], include_open=True)
+    return TxType.REVERSAL, _within(amount, reversible, "what is left to return")
+
+
+def plan_void(order: OrderState) -> int:
+    if not order.root.approved or order.kind is TxType.ACCOUNT_VERIFICATION:
+        raise OrderRuleError(Refusal.STATE, "void needs an approved sale, preauth or capture")
+    if order.settled:
+        raise OrderRuleError(Refusal.STATE, "settled transactions cannot be voided: use return")
+    if order.ended:
+        raise OrderRuleError(Refusal.STATE, "the order was already cancelled or voided")
+    if order.busy:
+        raise OrderRuleError(Refusal.STATE, "another operation on this order is in progress")
+    if order.any_of([TxType.REVERSAL]):
+        raise OrderRuleError(Refusal.STATE, "the order has returns: use return")
+    return order.captured or order.amount
+
+
+def _within(amount: int | None, available: int, what: str) -> int:
+    if available <= 0:
+        raise OrderRuleError(Refusal.AMOUNT, f"nothing is left: {what} is 0")
+    chosen = available if amount is None else amount
+    if chosen > available:
+        raise OrderRuleError(Refusal.AMOUNT, f"amount exceeds {what}")
+    return chosen
+
+
+def may_expire(order: OrderState) -> bool:
+    """An authorization never captured, cancelled or voided, with nothing in flight."""
+    return (
+        order.kind is TxType.PREAUTH
+        and order.root.approved
+        and not order.ended
+        and not order.busy
+        and not order.any_of([TxType.CAPTURE])
+    )

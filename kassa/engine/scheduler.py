@@ -1,0 +1,52 @@
+"""Time-driven work: settlement at the daily cut-off and expiry of authorizations never captured."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import logging
+import time
+
+from kassa.storage import schedule
+from kassa.storage.database import Database
+from kassa.storage.settlement import expire_authorizations, settle
+
+log = logging.getLogger("kassa.scheduler")
+
+
+def next_cutoff(now_ms: int, cutoff: str) -> int:
+    """The first ``HH:MM`` UTC strictly after ``now_ms``, in epoch milliseconds."""
+    hours, minutes = (int(part) for part in cutoff.split(":"))
+    now = datetime.datetime.fromtimestamp(now_ms / 1000, datetime.UTC)
+    candidate = now.replace(hour=hours, minute=minutes, second=0, microsecond=0)
+    if candidate <= now:
+        candidate += datetime.timedelta(days=1)
+    return int(candidate.timestamp() * 1000)
+
+
+class Scheduler:
+    def __init__(self, db: Database, *, cutoff: str, authorization_ttl_seconds: float, interval: float) -> None:
+        self.db = db
+        self.cutoff = cutoff
+        self.ttl_ms = int(authorization_ttl_seconds * 1000)
+        self.interval = interval
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                await self.tick()
+            except Exception:
+                log.exception("scheduled work failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.interval)
+
+    async def tick(self) -> None:
+        now = time.time_ns() // 1_000_000
+        following = next_cutoff(now, self.cutoff)
+        if await self.db.write(lambda conn: schedule.claim_due(conn, "settlement", now, following)):
+            count = await self.db.write(lambda conn: settle(conn, now))
+            log.info("settlement ran", extra={"orders": count})
+        expired = await self.db.write(lambda conn: expire_authorizations(conn, now, self.ttl_ms))
+        if expired:
+            log.info("authorizations expired", extra={"orders": expired})

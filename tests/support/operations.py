@@ -1,0 +1,75 @@
+"""Signed card-lifecycle requests (preauth, capture, return, void, account verification) of a merchant."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import httpx
+
+from tests.support.gateway import KASSA, Merchant, minor_units, sha1
+
+
+def preauth(m: Merchant, client_orderid: str, amount: str = "100.00", **fields: str) -> httpx.Response:
+    data = m.sale_fields(client_orderid, amount=amount, **fields)
+    return m.gateway.post(f"/api/v2/preauth/{m.endpoint_id}", data)
+
+
+def account_verification(m: Merchant, client_orderid: str, cvv2: str = "123") -> httpx.Response:
+    data = m.sale_fields(client_orderid, cvv2=cvv2, amount="0")
+    del data["amount"]
+    data["control"] = sha1(m.endpoint_id, client_orderid, data["email"], m.control_key)
+    return m.gateway.post(f"/api/v2/account-verification/{m.endpoint_id}", data)
+
+
+def _money_op(
+    m: Merchant, path: str, client_orderid: str, orderid: str, amount: str | None, **headers: str
+) -> httpx.Response:
+    data = {"login": m.login, "client_orderid": client_orderid, "orderid": orderid}
+    if amount is None:
+        data["control"] = sha1(m.login, client_orderid, orderid, m.control_key)
+    else:
+        data.update(amount=amount, currency=m.currency)
+        data["control"] = sha1(m.login, client_orderid, orderid, minor_units(amount), m.currency, m.control_key)
+    return m.gateway.post(f"{path}/{m.endpoint_id}", data, {"Accept": "application/vnd.pay+json", **headers})
+
+
+def capture(m: Merchant, client_orderid: str, orderid: str, amount: str | None = None) -> httpx.Response:
+    return _money_op(m, "/api/v2/capture", client_orderid, orderid, amount)
+
+
+def refund(m: Merchant, client_orderid: str, orderid: str, amount: str | None = None, **headers: str) -> httpx.Response:
+    return _money_op(m, "/api/v2/return", client_orderid, orderid, amount, **headers)
+
+
+def void(m: Merchant, client_orderid: str, orderid: str) -> httpx.Response:
+    return _money_op(m, "/api/v2/void", client_orderid, orderid, None)
+
+
+def approved_order(m: Merchant, client_orderid: str, *, kind: str = "sale", amount: str = "100.00") -> str:
+    """Starts a sale or preauth and waits until it is approved; returns its paynet-order-id."""
+    answer = (preauth(m, client_orderid, amount) if kind == "preauth" else m.sale(client_orderid, amount=amount)).json()
+    order_id = str(answer["paynet-order-id"])
+    assert m.wait_final(order_id)["status"] == "approved"
+    return order_id
+
+
+def final(m: Merchant, answer: httpx.Response) -> dict[str, str]:
+    """Waits for the transaction an accepted request started, by its serial number."""
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    orderid, serial = body["paynet-order-id"], body["serial-number"]
+    return m.wait_final(orderid, by_request_sn=serial)
+
+
+def ledger_check(m: Merchant) -> dict[str, object]:
+    """What `kassa ledger check --json` says of the gateway's database (its exit status included)."""
+    done = subprocess.run(
+        [KASSA, "ledger", "check", "--json"], env=m.gateway.env, capture_output=True, text=True, check=False
+    )
+    report: dict[str, object] = json.loads(done.stdout)
+    report["exit"] = done.returncode
+    return report
+
+
+LEDGER_OK = {"ok": True, "problems": [], "exit": 0}
