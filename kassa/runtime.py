@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 
 from kassa.domain.merchants import Endpoint
+from kassa.engine.callbacks import CallbackConfig, CallbackDispatcher
 from kassa.engine.sandbox import SandboxProcessor
 from kassa.engine.scheduler import Scheduler
 from kassa.engine.worker import Worker, WorkerConfig
@@ -46,10 +47,13 @@ class Services:
     directory: EndpointDirectory
     workers: list[Worker] = field(default_factory=list)
     scheduler: Scheduler | None = None
+    dispatcher: CallbackDispatcher | None = None
 
     def wake_workers(self) -> None:
         for worker in self.workers:
             worker.wake()
+        if self.dispatcher is not None:  # a request may have written callbacks (an expiry, a direct cancel)
+            self.dispatcher.wake()
 
 
 def build_services(settings: Settings, worker_count: int) -> Services:
@@ -57,21 +61,34 @@ def build_services(settings: Settings, worker_count: int) -> Services:
     vault = load_vault(settings.vault_key, settings.vault_key_file)
     processor = SandboxProcessor(settings.sandbox_latency_ms)
     config = WorkerConfig(settings.poll_interval, settings.job_lease_seconds, settings.reconcile_delay_seconds)
-    workers = [Worker(db, vault, processor, config) for _ in range(worker_count)]
-    scheduler = None
-    if worker_count:  # time-driven work runs where jobs run; the API alone does none
-        scheduler = Scheduler(
-            db,
-            cutoff=settings.settlement_cutoff,
-            authorization_ttl_seconds=settings.authorization_ttl_seconds,
-            interval=settings.scheduler_interval,
-        )
     directory = EndpointDirectory(db, settings.endpoint_cache_seconds)
-    return Services(settings, db, vault, directory, workers, scheduler)
+    if not worker_count:  # an API-only process: jobs, callbacks and scheduled work run elsewhere
+        return Services(settings, db, vault, directory)
+    dispatcher = CallbackDispatcher(db, _callback_config(settings))
+    workers = [Worker(db, vault, processor, config, on_final=dispatcher.wake) for _ in range(worker_count)]
+    scheduler = Scheduler(
+        db,
+        cutoff=settings.settlement_cutoff,
+        authorization_ttl_seconds=settings.authorization_ttl_seconds,
+        interval=settings.scheduler_interval,
+    )
+    return Services(settings, db, vault, directory, workers, scheduler, dispatcher)
+
+
+def _callback_config(settings: Settings) -> CallbackConfig:
+    return CallbackConfig(
+        timeout_seconds=settings.callback_timeout,
+        base_delay_seconds=settings.callback_base_delay,
+        backoff=settings.callback_backoff,
+        max_attempts=settings.callback_max_attempts,
+        poll_interval=settings.poll_interval,
+        lease_seconds=settings.callback_timeout * 3,
+    )
 
 
 async def run_workers(services: Services, stop: asyncio.Event) -> None:
     tasks = [worker.run(stop) for worker in services.workers]
-    if services.scheduler is not None:
-        tasks.append(services.scheduler.run(stop))
+    for background in (services.scheduler, services.dispatcher):
+        if background is not None:
+            tasks.append(background.run(stop))
     await asyncio.gather(*tasks)

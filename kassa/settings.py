@@ -36,6 +36,10 @@ class Settings:
     authorization_ttl_seconds: float = 7 * 86400.0
     settlement_cutoff: str = "00:00"
     scheduler_interval: float = 10.0
+    callback_timeout: float = 10.0
+    callback_base_delay: float = 15.0
+    callback_backoff: float = 1.435
+    callback_max_attempts: int = 30
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -59,6 +63,10 @@ class Settings:
             authorization_ttl_seconds=float(_env("AUTHORIZATION_TTL_SECONDS", str(7 * 86400))),
             settlement_cutoff=_env("SETTLEMENT_CUTOFF", "00:00"),
             scheduler_interval=float(_env("SCHEDULER_INTERVAL", "10")),
+            callback_timeout=float(_env("CALLBACK_TIMEOUT", "10")),
+            callback_base_delay=float(_env("CALLBACK_BASE_DELAY", "15")),
+            callback_backoff=float(_env("CALLBACK_BACKOFF", "1.435")),
+            callback_max_attempts=int(_env("CALLBACK_MAX_ATTEMPTS", "30")),
         )
 
     @property

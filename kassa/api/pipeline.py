@@ -13,17 +13,20 @@ from starlette.responses import Response
 
 from kassa.api import idempotency
 from kassa.api.context import OperationRequest
-from kassa.api.errors import ApiError, Code, internal_error
+from kassa.api.errors import ApiError, Code, field_error, internal_error
 from kassa.api.fields import validate
 from kassa.api.operations import Operation
 from kassa.api.parsing import parse_form, read_body
 from kassa.api.rendering import render, wants_json
 from kassa.api.signatures import verify
-from kassa.domain.merchants import Endpoint
+from kassa.domain.merchants import Endpoint, Mode
+from kassa.engine import targets
 from kassa.logs import serial_var
 from kassa.runtime import Services
 
 log = logging.getLogger("kassa.api")
+
+CALLBACK_FIELDS = ("server_callback_url", "notify_url")
 
 
 @dataclass(slots=True)
@@ -82,6 +85,7 @@ async def _run(op: Operation, request: Request, services: Services, exchange: Ex
     exchange.client_orderid = form.get("client_orderid") or None
     values = validate(op.fields, form)
     verify(op, endpoint, path_id, form, values)
+    await _guard_callback_targets(endpoint, values)
     checked = OperationRequest(op, exchange.serial, endpoint, values, form, services)
     key = request.headers.get("idempotency-key")
     if key is None:
@@ -97,6 +101,16 @@ async def _answer(checked: OperationRequest, exchange: Exchange) -> Response:
         return render(await checked.op.handler(checked), classic=exchange.classic)
     except ApiError as refusal:
         return exchange.refusal(refusal)
+
+
+async def _guard_callback_targets(endpoint: Endpoint, values: dict[str, object]) -> None:
+    """Live endpoints call back public web addresses only (SSRF); sandbox ones anywhere (tests use localhost)."""
+    if not any(e.mode is Mode.LIVE for e in (endpoint, *endpoint.members)):
+        return
+    for name in CALLBACK_FIELDS:
+        url = values.get(name)
+        if isinstance(url, str) and (problem := await targets.refusal(url)):
+            raise field_error(name, problem)
 
 
 async def _endpoint(services: Services, path_id: str) -> Endpoint | None:

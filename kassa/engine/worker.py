@@ -12,6 +12,7 @@ import contextlib
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import Connection
@@ -43,7 +44,15 @@ class WorkerConfig:
 
 
 class Worker:
-    def __init__(self, db: Database, vault: Vault, processor: Processor, config: WorkerConfig) -> None:
+    def __init__(
+        self,
+        db: Database,
+        vault: Vault,
+        processor: Processor,
+        config: WorkerConfig,
+        on_final: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.on_final = on_final  # told after an outcome is committed, so callbacks go out at once
         self.db = db
         self.vault = vault
         self.processor = processor
@@ -87,6 +96,7 @@ class Worker:
         else:
             outcome = await self.processor.process(request)
         recorded = await self.db.write(lambda conn: self._record(conn, job, outcome))
+        self.on_final()
         if recorded:
             log.info(
                 "transaction processed",

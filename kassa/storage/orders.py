@@ -10,8 +10,9 @@ from sqlalchemy import Connection, RowMapping, delete, func, insert, select, upd
 from sqlalchemy.exc import IntegrityError
 
 from kassa.domain import ledger
-from kassa.domain.lifecycle import Stage, TxType, advance, stages_of_status
+from kassa.domain.lifecycle import Stage, TxType, advance, is_final, stages_of_status
 from kassa.domain.orders import OrderState, TxRecord
+from kassa.storage import callbacks as callback_store
 from kassa.storage import jobs as job_queue
 from kassa.storage import ledger as ledger_store
 from kassa.storage.tables import cards, endpoints, orders, transactions, transient_secrets
@@ -228,6 +229,13 @@ def record_outcome(conn: Connection, transaction_id: int, outcome: Outcome, now_
     if stage is Stage.APPROVED:
         _post_approved(conn, order, transaction_id, TxType(tx["tx_type"]), tx["amount"], now_ms)
     conn.execute(delete(transient_secrets).where(transient_secrets.c.transaction_id == transaction_id))
+    if is_final(stage):
+        _enqueue_callbacks(conn, order, transaction_id, now_ms)
+
+
+def _enqueue_callbacks(conn: Connection, order: RowMapping, transaction_id: int, now_ms: int) -> None:
+    tx = conn.execute(select(transactions).where(transactions.c.id == transaction_id)).mappings().one()
+    callback_store.enqueue(conn, order, tx, now_ms, starts_order=tx["tx_type"] == order["tx_type"])
 
 
 def _post_approved(
@@ -285,6 +293,7 @@ def add_transaction(
         job_queue.add(conn, "process", tx_id, run_at_ms=now_ms, now_ms=now_ms)
     elif stage is Stage.APPROVED:
         _post_approved(conn, order, tx_id, tx_type, amount, now_ms)
+        _enqueue_callbacks(conn, order, tx_id, now_ms)
     return tx_id
 
 

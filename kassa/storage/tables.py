@@ -185,3 +185,39 @@ schedule = Table(
     Column("task", String(32), primary_key=True),
     Column("next_run_at_ms", BigInteger, nullable=False),
 )
+
+# The callback outbox: written in the same transaction as the status change it reports.
+callbacks = Table(
+    "callbacks",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("order_id", ForeignKey("orders.id"), nullable=False),
+    Column("transaction_id", ForeignKey("transactions.id"), nullable=False),
+    Column("kind", String(16), nullable=False),  # server_callback or notify
+    Column("url", Text, nullable=False),
+    Column("fields", Text, nullable=False),  # JSON of the query fields, control added at delivery
+    Column("state", String(16), nullable=False),  # pending, delivered, failed
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("next_attempt_at_ms", BigInteger, nullable=False),
+    Column("lease_owner", String(64)),
+    Column("lease_until_ms", BigInteger),
+    Column("created_at_ms", BigInteger, nullable=False),
+    Column("delivered_at_ms", BigInteger),
+    Index("ix_callbacks_due", "state", "next_attempt_at_ms"),
+    Index("ix_callbacks_order", "order_id", "url", "id"),
+    sqlite_autoincrement=True,
+)
+
+callback_attempts = Table(
+    "callback_attempts",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("callback_id", ForeignKey("callbacks.id"), nullable=False),
+    Column("at_ms", BigInteger, nullable=False),
+    Column("url", Text, nullable=False),
+    Column("http_status", Integer),
+    Column("error", Text),
+    Column("latency_ms", Integer, nullable=False),
+    Index("ix_callback_attempts_callback", "callback_id", "id"),
+    sqlite_autoincrement=True,
+)

@@ -1,0 +1,113 @@
+"""Delivers the callback outbox: HTTP GET with the signed fields, at least once, in order per receiver,
+retried on a growing schedule, every attempt logged."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from urllib.parse import urlencode, urlsplit, urlunsplit
+
+import httpx
+from sqlalchemy import Connection, select
+
+from kassa.domain.callbacks import retry_delay_ms, signed
+from kassa.engine import targets
+from kassa.storage import callbacks as store
+from kassa.storage.callbacks import Attempt, Due
+from kassa.storage.database import Database
+from kassa.storage.tables import merchants
+
+log = logging.getLogger("kassa.callbacks")
+
+_BATCH = 16
+
+
+@dataclass(frozen=True, slots=True)
+class CallbackConfig:
+    timeout_seconds: float
+    base_delay_seconds: float
+    backoff: float
+    max_attempts: int
+    poll_interval: float
+    lease_seconds: float
+
+
+def with_query(url: str, fields: dict[str, str]) -> str:
+    """``url`` with ``fields`` added to its own query."""
+    parts = urlsplit(url)
+    query = "&".join(part for part in (parts.query, urlencode(fields)) if part)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
+
+
+class CallbackDispatcher:
+    def __init__(self, db: Database, config: CallbackConfig) -> None:
+        self.db = db
+        self.config = config
+        self.owner = f"callbacks-{uuid.uuid4().hex[:12]}"
+        self.wakeup = asyncio.Event()
+
+    def wake(self) -> None:
+        self.wakeup.set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        async with httpx.AsyncClient(timeout=self.config.timeout_seconds, follow_redirects=False) as client:
+            while not stop.is_set():
+                try:
+                    claimed = await self.db.write(self._claim)
+                except Exception:
+                    log.exception("claiming callbacks failed")
+                    claimed = []
+                if claimed:
+                    await asyncio.gather(*(self._deliver(client, due) for due in claimed))
+                    continue
+                self.wakeup.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.wakeup.wait(), self.config.poll_interval)
+
+    def _claim(self, conn: Connection) -> list[Due]:
+        now = time.time_ns() // 1_000_000
+        return store.claim(conn, self.owner, now, int(self.config.lease_seconds * 1000), _BATCH)
+
+    async def _deliver(self, client: httpx.AsyncClient, due: Due) -> None:
+        key = await self.db.read(
+            lambda conn: conn.execute(
+                select(merchants.c.control_key).where(merchants.c.id == due.merchant_id)
+            ).scalar_one()
+        )
+        url = with_query(due.url, signed(due.fields, key))
+        attempt = await self._attempt(client, due, url)
+        attempts = due.attempts + 1
+        retry_at = None
+        if attempts < self.config.max_attempts:
+            delay = retry_delay_ms(attempts, self.config.base_delay_seconds, self.config.backoff)
+            retry_at = attempt.at_ms + attempt.latency_ms + delay
+        await self.db.write(lambda conn: store.record(conn, due, self.owner, attempt, retry_at))
+        log.info(
+            "callback attempt",
+            extra={
+                "callback": due.id,
+                "order": due.order_id,
+                "http_status": attempt.http_status,
+                "error": attempt.error,
+            },
+        )
+
+    async def _attempt(self, client: httpx.AsyncClient, due: Due, url: str) -> Attempt:
+        at_ms = time.time_ns() // 1_000_000
+        started = time.perf_counter()
+        status, error = None, None
+        problem = await targets.refusal(due.url) if due.live else None
+        if problem:
+            error = f"refused: the address {problem}"
+        else:
+            try:
+                status = (await client.get(url)).status_code
+            except httpx.TimeoutException:
+                error = "timeout"
+            except httpx.HTTPError as failure:
+                error = type(failure).__name__
+        return Attempt(url, at_ms, int((time.perf_counter() - started) * 1000), status, error)

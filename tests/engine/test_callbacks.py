@@ -1,0 +1,166 @@
+"""Callbacks (CONTRACT §10) delivered to a real HTTP receiver: signed, at least once, in order, retried."""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+import time
+from collections.abc import Callable
+
+from tests.support.gateway import Gateway, free_port, new_merchant, sha1
+from tests.support.operations import approved_order, final, preauth, refund
+from tests.support.receiver import Receiver, running
+
+FAST_RETRIES = {"KASSA_CALLBACK_BASE_DELAY": "1.5", "KASSA_CALLBACK_BACKOFF": "1.2", "KASSA_CALLBACK_TIMEOUT": "0.5"}
+
+
+def _attempts(gateway: Gateway, order: str) -> list[dict[str, object]]:
+    [callback] = gateway.cli("callbacks", "list", "--order", order)
+    attempts: list[dict[str, object]] = callback["attempts"]
+    return attempts
+
+
+def test_sale_callback_carries_every_field_signed_and_notify_url_gets_the_return(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    gateway = gateway_factory()
+    merchant = new_merchant(gateway, "cb")
+    with running(Receiver(free_port())) as receiver:
+        order = merchant.sale(
+            "cb-1",
+            cvv2="123",
+            server_callback_url=receiver.url + "?shop=7",
+            notify_url=receiver.url + "/notify",
+            merchant_data="cart 42",
+        ).json()["paynet-order-id"]
+        [sale] = [r for r in receiver.wait_for(2) if r.path == "/callback"]
+        assert sale.query == {
+            "shop": "7",
+            "status": "approved",
+            "merchant_order": "cb-1",
+            "client_orderid": "cb-1",
+            "orderid": order,
+            "type": "sale",
+            "amount": "10.42",
+            "currency": "USD",
+            "descriptor": "",
+            "error_code": "",
+            "error_message": "",
+            "name": "Jane Doe",
+            "email": "cardholder@example.com",
+            "approval-code": sale.query["approval-code"],
+            "last-four-digits": "1111",
+            "bin": "411111",
+            "card-type": "VISA",
+            "processor-rrn": sale.query["processor-rrn"],
+            "processor-tx-id": f"PNTEST-{order}",
+            "merchantdata": "cart 42",
+            "control": sha1("approved", order, "cb-1", merchant.control_key),
+        }
+        assert final(merchant, refund(merchant, "cb-1", order, "2.00"))["status"] == "approved"
+        received = receiver.wait_for(3)
+    notified = [r.query["type"] for r in received if r.path == "/callback/notify"]
+    assert notified == ["sale", "reversal"]
+    assert [r.query["type"] for r in received if r.path == "/callback"] == ["sale"]
+
+
+def test_receiver_failing_three_times_gets_the_callback_on_the_fourth_attempt(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    gateway = gateway_factory(**FAST_RETRIES)
+    merchant = new_merchant(gateway, "retry")
+    receiver = Receiver(free_port(), script=["500", "timeout"])
+    # First attempt: nobody listens yet (connection refused); then 500, then a timeout, then success.
+    order = merchant.sale("rt-1", server_callback_url=receiver.url).json()["paynet-order-id"]
+    deadline = time.monotonic() + 10
+    while not _attempts(gateway, order) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with running(receiver):
+        assert len(receiver.wait_for(1)) == 1
+    attempts = _attempts(gateway, order)
+    assert [(a["http_status"], a["error"]) for a in attempts] == [
+        (None, "ConnectError"),
+        (500, None),
+        (None, "timeout"),
+        (200, None),
+    ]
+    [callback] = gateway.cli("callbacks", "list", "--order", order, "--status", "delivered")
+    assert callback["kind"] == "server_callback"
+
+
+def test_retry_delays_follow_the_configured_schedule(gateway_factory: Callable[..., Gateway]) -> None:
+    gateway = gateway_factory(
+        KASSA_CALLBACK_BASE_DELAY="0.4", KASSA_CALLBACK_BACKOFF="2", KASSA_CALLBACK_MAX_ATTEMPTS="4"
+    )
+    merchant = new_merchant(gateway, "schedule")
+    receiver = Receiver(free_port(), script=["500"] * 4)
+    with running(receiver):
+        order = merchant.sale("sch-1", server_callback_url=receiver.url).json()["paynet-order-id"]
+        deadline = time.monotonic() + 15
+        while (
+            gateway.cli("callbacks", "list", "--order", order, "--status", "failed") == []
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.1)
+    at = [datetime.datetime.fromisoformat(str(a["at"])) for a in _attempts(gateway, order)]
+    gaps = [(later - earlier).total_seconds() for earlier, later in itertools.pairwise(at)]
+    assert len(gaps) == 3
+    for gap, planned in zip(gaps, (0.4, 0.8, 1.6), strict=True):
+        assert planned <= gap < planned + 0.5
+
+
+def test_callback_pending_when_the_server_dies_is_delivered_once_after_restart(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    gateway = gateway_factory(KASSA_CALLBACK_BASE_DELAY="2")
+    merchant = new_merchant(gateway, "restart")
+    receiver = Receiver(free_port())
+    order = merchant.sale("rs-1", server_callback_url=receiver.url).json()["paynet-order-id"]
+    deadline = time.monotonic() + 10
+    while not _attempts(gateway, order) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the status changed and the first attempt failed: nobody listened
+    gateway.kill()
+    with running(receiver):
+        restarted = gateway_factory(KASSA_CALLBACK_BASE_DELAY="2")
+        assert len(receiver.wait_for(1)) == 1
+        time.sleep(1.0)
+        assert len(receiver.received) == 1
+    assert [r.query["orderid"] for r in receiver.received] == [order]
+    assert restarted.cli("callbacks", "list", "--order", order)[0]["status"] == "delivered"
+
+
+def test_callbacks_of_one_order_arrive_in_transaction_order_even_when_the_first_fails(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    gateway = gateway_factory(KASSA_CALLBACK_BASE_DELAY="1.5")
+    merchant = new_merchant(gateway, "ordered")
+    with running(Receiver(free_port(), script=["500"])) as receiver:
+        order = preauth(merchant, "ord-1", "50.00", notify_url=receiver.url).json()["paynet-order-id"]
+        assert merchant.wait_final(order)["status"] == "approved"
+        cancel = final(merchant, refund(merchant, "ord-1", order))  # approved while the first callback waits
+        assert cancel["transaction-type"] == "cancel"
+        received = receiver.wait_for(2)
+    assert [r.query["type"] for r in received] == ["preauth", "cancel"]
+
+
+def test_live_endpoint_refuses_private_callback_targets(gateway_factory: Callable[..., Gateway]) -> None:
+    gateway = gateway_factory()
+    merchant = new_merchant(gateway, "live", "USD", "--mode", "live")
+    for url in ("http://127.0.0.1/cb", "http://10.0.0.1/cb", "http://[::1]:8080/cb", "http://169.254.169.254/"):
+        answer = merchant.sale("live-1", server_callback_url=url)
+        assert (answer.status_code, answer.json()["error-code"]) == (400, "1"), url
+        assert "server_callback_url" in answer.json()["error-message"]
+    answer = merchant.sale("live-2", notify_url="http://192.168.1.1:9999/cb")
+    assert "notify_url" in answer.json()["error-message"]
+
+
+def test_operator_redelivers_a_delivered_callback(gateway_factory: Callable[..., Gateway]) -> None:
+    gateway = gateway_factory()
+    merchant = new_merchant(gateway, "redeliver")
+    with running(Receiver(free_port())) as receiver:
+        order = approved_order(merchant, "rd-1")
+        merchant.sale("rd-2", server_callback_url=receiver.url)
+        receiver.wait_for(1)
+        order = receiver.received[0].query["orderid"]
+        assert gateway.cli("callbacks", "redeliver", "--order", order) == {"requeued": 1}
+        assert len(receiver.wait_for(2)) == 2

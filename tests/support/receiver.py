@@ -1,0 +1,80 @@
+"""A merchant's callback receiver: a real HTTP server on localhost that records what it gets and can be
+told to fail (HTTP 500, a timeout) for its first requests."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qsl, urlsplit
+
+
+@dataclass
+class Received:
+    at: float
+    path: str
+    query: dict[str, str]
+
+
+@dataclass
+class Receiver:
+    port: int
+    script: list[str] = field(default_factory=list)  # per request in turn: "500", "timeout"; then "ok"
+    hang_seconds: float = 2.0
+    received: list[Received] = field(default_factory=list)  # answered 200
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/callback"
+
+    def next_behaviour(self) -> str:
+        with self.lock:
+            return self.script.pop(0) if self.script else "ok"
+
+    def wait_for(self, count: int, timeout: float = 20) -> list[Received]:
+        deadline = time.monotonic() + timeout
+        while len(self.received) < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return list(self.received)
+
+
+def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            behaviour = receiver.next_behaviour()
+            if behaviour == "timeout":
+                time.sleep(receiver.hang_seconds)
+            if behaviour != "ok":
+                self.send_response(500)
+                self.end_headers()
+                return
+            parts = urlsplit(self.path)
+            with receiver.lock:
+                receiver.received.append(
+                    Received(time.monotonic(), parts.path, dict(parse_qsl(parts.query, keep_blank_values=True)))
+                )
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"OK")
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+    return Handler
+
+
+@contextmanager
+def running(receiver: Receiver) -> Iterator[Receiver]:
+    server = ThreadingHTTPServer(("127.0.0.1", receiver.port), _handler(receiver))
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield receiver
+    finally:
+        server.shutdown()
+        server.server_close()
