@@ -60,7 +60,12 @@ def build_services(settings: Settings, worker_count: int) -> Services:
     db = open_database(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
     vault = load_vault(settings.vault_key, settings.vault_key_file)
     processor = SandboxProcessor(settings.sandbox_latency_ms)
-    config = WorkerConfig(settings.poll_interval, settings.job_lease_seconds, settings.reconcile_delay_seconds)
+    config = WorkerConfig(
+        settings.poll_interval,
+        settings.job_lease_seconds,
+        settings.reconcile_delay_seconds,
+        settings.session_ttl_seconds,
+    )
     directory = EndpointDirectory(db, settings.endpoint_cache_seconds)
     if not worker_count:  # an API-only process: jobs, callbacks and scheduled work run elsewhere
         return Services(settings, db, vault, directory)

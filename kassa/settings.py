@@ -40,6 +40,7 @@ class Settings:
     callback_base_delay: float = 15.0
     callback_backoff: float = 1.435
     callback_max_attempts: int = 30
+    session_ttl_seconds: float = 1800.0
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -67,6 +68,7 @@ class Settings:
             callback_base_delay=float(_env("CALLBACK_BASE_DELAY", "15")),
             callback_backoff=float(_env("CALLBACK_BACKOFF", "1.435")),
             callback_max_attempts=int(_env("CALLBACK_MAX_ATTEMPTS", "30")),
+            session_ttl_seconds=float(_env("SESSION_TTL_SECONDS", "1800")),
         )
 
     @property

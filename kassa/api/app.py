@@ -16,6 +16,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from kassa.api import openapi
 from kassa.api.operations import OPERATIONS, Operation
 from kassa.api.pipeline import handle
+from kassa.pages.routes import page_routes
 from kassa.runtime import Services, run_workers
 
 _SLASHES = re.compile(r"/{2,}")
@@ -53,6 +54,7 @@ def create_app(services: Services) -> ASGIApp:
         return JSONResponse(spec)
 
     routes.append(Route(f"{prefix}/openapi.json", openapi_json, methods=["GET"]))
+    routes.extend(page_routes(services))
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:

@@ -21,6 +21,7 @@ class OperationRequest:
     values: dict[str, Any]  # checked field values
     form: dict[str, str]  # canonical field names, trimmed text
     services: Services
+    base_url: str  # the gateway's public address with the prefix, for links the customer follows
 
     @property
     def merchant_id(self) -> int:

@@ -11,7 +11,7 @@ from enum import StrEnum
 from kassa.api import fields as f
 from kassa.api.context import Handler
 from kassa.api.fields import Field
-from kassa.api.handlers import followups, payments, status
+from kassa.api.handlers import followups, payments, status, threeds
 from kassa.signing import control
 from kassa.signing.control import ControlFormula
 
@@ -104,6 +104,16 @@ URLS = (
 
 SALE_FIELDS = (CLIENT_ORDERID, ORDER_DESC, CURRENCY, AMOUNT, IPADDRESS, *CUSTOMER, *CARD, *URLS, CONTROL)
 FORM_FIELDS = (CLIENT_ORDERID, ORDER_DESC, CURRENCY, AMOUNT, IPADDRESS, *CUSTOMER, *URLS, CONTROL)
+VERIFY_FORM_FIELDS = (
+    CLIENT_ORDERID,
+    ORDER_DESC,
+    Field("currency", f.currency_code, False),
+    Field("amount", f.amount(positive=False), False, "absent or zero"),
+    IPADDRESS,
+    *CUSTOMER,
+    *URLS,
+    CONTROL,
+)
 VERIFY_FIELDS = (
     CLIENT_ORDERID,
     ORDER_DESC,
@@ -198,10 +208,18 @@ def _op(
 
 
 UPLOAD_CRES_FIELDS = (*THREEDS_UPLOAD_FIELDS, Field("cres", f.text(8192), True, "the CRes, base64url"))
+BROWSER_FIELDS = tuple(
+    Field(name, f.text(2048))
+    for name in (
+        "browserAcceptHeader", "browserIP", "browserJavaEnabled", "browserJavascriptEnabled", "browserLanguage",
+        "browserColorDepth", "browserScreenHeight", "browserScreenWidth", "browserTZ", "browserUserAgent",
+    )
+)  # fmt: skip
 UPLOAD_METHOD_FIELDS = (
     *THREEDS_UPLOAD_FIELDS,
     Field("threeDSServerTransID", f.serial, True),
     Field("threeDSCompInd", f.choice("Y", "N", "U"), True),
+    *BROWSER_FIELDS,
 )
 UPLOAD_PARES_FIELDS = (*THREEDS_UPLOAD_FIELDS, Field("pares", f.text(16384), True), Field("md", f.text(1024)))
 CARD_INFO_FIELDS = (LOGIN, Field("cardrefid", f.text(20), True), CONTROL)
@@ -225,13 +243,13 @@ SALE_FORM, ASYNC, CARD_REF = "AsyncCheckoutFormRedirect", "AsyncResponse", "Card
 OPERATIONS: tuple[Operation, ...] = (
     # path, operation code, request schema, response schema, signing, fields, handler, summary
     _op("/api/3ds/v1/upload-cres-result", "TDS_UPLOAD_CRES_RESULT", "TdsCResResultRequest", ASYNC,
-        control.ORDER_REF, UPLOAD_CRES_FIELDS, None, "Upload the CRes of a 3DS 2.x challenge"),
+        control.ORDER_REF, UPLOAD_CRES_FIELDS, threeds.upload_cres_result, "Upload the CRes of a 3DS 2.x challenge"),
     _op("/api/3ds/v1/upload-method-url-result", "TDS_UPLOAD_METHOD_URL_RESULT", "TdsMethodUrlResultRequest", ASYNC,
-        control.ORDER_REF, UPLOAD_METHOD_FIELDS, None, "Upload the result of the 3DS Method step"),
+        control.ORDER_REF, UPLOAD_METHOD_FIELDS, threeds.upload_method_url_result, "Upload the 3DS Method result"),
     _op("/api/3ds/v1/upload-pares-result", "TDS_UPLOAD_PARES_RESULT", "TdsPaResResultRequest", ASYNC,
-        control.ORDER_REF, UPLOAD_PARES_FIELDS, None, "Upload the PaRes of a 3DS 1.0.2 flow"),
+        control.ORDER_REF, UPLOAD_PARES_FIELDS, threeds.upload_pares_result, "Upload the PaRes of a 3DS 1.0.2 flow"),
     _op("/api/v2/account-verification-form", "ACCOUNT_VERIFICATION_FORM", "AccountVerificationFormRequest", SALE_FORM,
-        control.VERIFY_LIKE, FORM_FIELDS, None, "Account verification on a hosted page"),
+        control.VERIFY_LIKE, VERIFY_FORM_FIELDS, payments.account_verification_form, "Verification on a hosted page"),
     _op("/api/v2/account-verification", "ACCOUNT_VERIFICATION", "AccountVerificationRequest", ASYNC,
         control.VERIFY_LIKE, VERIFY_FIELDS, payments.account_verification, "Zero-amount authorization"),
     _op("/api/v2/capture", "CAPTURE", "CaptureRequest", ASYNC,
@@ -243,19 +261,19 @@ OPERATIONS: tuple[Operation, ...] = (
     _op("/api/v2/make-rebill", "REBILL", "RebillRequest", ASYNC,
         control.REBILL, REBILL_FIELDS, None, "Charge a stored card without the cardholder"),
     _op("/api/v2/payment-form", "PAYMENTFORM", "PaymentFormRequest", SALE_FORM,
-        control.SALE_LIKE, FORM_FIELDS, None, "Universal hosted payment form"),
+        control.SALE_LIKE, FORM_FIELDS, payments.sale_form, "Universal hosted payment form"),
     _op("/api/v2/payout-form", "PAYOUTFORM", "PayoutFormRequest", SALE_FORM,
         control.SALE_LIKE, FORM_FIELDS, None, "Payout on a hosted page"),
     _op("/api/v2/payout", "PAYOUT", "PayoutRequest", ASYNC,
         OAuth.HMAC_SHA1, PAYOUT_FIELDS, None, "Payout to a card, bank account, e-wallet or phone"),
     _op("/api/v2/preauth-form", "PREAUTHFORM", "AuthFormRequest", SALE_FORM,
-        control.SALE_LIKE, FORM_FIELDS, None, "Preauth on a hosted page"),
+        control.SALE_LIKE, FORM_FIELDS, payments.preauth_form, "Preauth on a hosted page"),
     _op("/api/v2/preauth", "PREAUTH", "AuthRequest", ASYNC,
         control.SALE_LIKE, SALE_FIELDS, payments.preauth, "Reserve funds for a later capture or void"),
     _op("/api/v2/return", "RETURN", "ReturnRequest", ASYNC,
         control.CAPTURE_LIKE, CAPTURE_FIELDS, followups.refund, "Cancel a preauth, or reverse a sale or capture"),
     _op("/api/v2/sale-form", "SALEFORM", "SaleFormRequest", SALE_FORM,
-        control.SALE_LIKE, FORM_FIELDS, None, "Sale on a hosted page"),
+        control.SALE_LIKE, FORM_FIELDS, payments.sale_form, "Sale on a hosted page"),
     _op("/api/v2/sale", "SALE", "SaleRequest", ASYNC,
         control.SALE_LIKE, SALE_FIELDS, payments.sale, "Authorization and capture in one step"),
     _op("/api/v2/status", "STATUS", "StatusRequest", "StatusResponse",

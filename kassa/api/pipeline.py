@@ -86,7 +86,7 @@ async def _run(op: Operation, request: Request, services: Services, exchange: Ex
     values = validate(op.fields, form)
     verify(op, endpoint, path_id, form, values)
     await _guard_callback_targets(endpoint, values)
-    checked = OperationRequest(op, exchange.serial, endpoint, values, form, services)
+    checked = OperationRequest(op, exchange.serial, endpoint, values, form, services, public_base(request, services))
     key = request.headers.get("idempotency-key")
     if key is None:
         return await _answer(checked, exchange)
@@ -101,6 +101,12 @@ async def _answer(checked: OperationRequest, exchange: Exchange) -> Response:
         return render(await checked.op.handler(checked), classic=exchange.classic)
     except ApiError as refusal:
         return exchange.refusal(refusal)
+
+
+def public_base(request: Request, services: Services) -> str:
+    """Where customers reach the gateway: KASSA_PUBLIC_URL, else the address this request came to."""
+    origin = services.settings.public_url or f"{request.url.scheme}://{request.url.netloc}"
+    return origin.rstrip("/") + services.settings.prefix
 
 
 async def _guard_callback_targets(endpoint: Endpoint, values: dict[str, object]) -> None:

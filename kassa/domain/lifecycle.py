@@ -63,7 +63,7 @@ _OUTCOMES = frozenset({Stage.APPROVED, Stage.DECLINED, Stage.FILTERED, Stage.ERR
 # Which stage may follow which. Final stages have no successors; `unknown` is resolved later by
 # reconciliation with the acquirer, so it may still move to a final outcome.
 TRANSITIONS: dict[Stage, frozenset[Stage]] = {
-    Stage.PROCESSING: _OUTCOMES | frozenset({Stage.THREE_D_METHOD, Stage.THREE_D_VALIDATING}),
+    Stage.PROCESSING: _OUTCOMES | frozenset({Stage.THREE_D_METHOD, Stage.THREE_D_VALIDATING, Stage.THREE_D_VALIDATED}),
     Stage.THREE_D_METHOD: frozenset({Stage.THREE_D_VALIDATING, Stage.THREE_D_VALIDATED, Stage.DECLINED, Stage.ERROR}),
     Stage.THREE_D_VALIDATING: frozenset({Stage.THREE_D_VALIDATED, Stage.DECLINED, Stage.ERROR}),
     Stage.THREE_D_VALIDATED: _OUTCOMES,

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kassa.domain.lifecycle import TxType
+from kassa.domain.threeds import ThreeDSPath
 from kassa.storage.orders import Outcome
 
 
@@ -33,6 +34,9 @@ class AuthorizationRequest:
 
 
 class Processor(Protocol):
+    async def three_ds_path(self, request: AuthorizationRequest) -> ThreeDSPath | None:
+        """How the card's issuer wants the cardholder authenticated, or None (not enrolled)."""
+
     async def process(self, request: AuthorizationRequest) -> Outcome:
         """Runs one transaction (authorization, capture, reversal, ...) at the acquirer."""
 

@@ -7,6 +7,7 @@ import asyncio
 import hashlib
 
 from kassa.domain.lifecycle import Stage, TxType
+from kassa.domain.threeds import ThreeDSPath
 from kassa.engine.processor import AuthorizationRequest
 from kassa.storage.orders import Outcome
 
@@ -20,7 +21,15 @@ DECLINES: dict[str, str] = {
 }
 _DECLINE_TRIGGERS = frozenset({"101", "116", "119", "209"})
 _APPROVE = frozenset({"123", "1234", "111"})
-_THREE_D_SECURE = frozenset({"321", "322", "323", "324", "325", "326"})
+THREE_DS_PATHS: dict[str, ThreeDSPath] = {
+    "321": ThreeDSPath.CHALLENGE,
+    "322": ThreeDSPath.CHALLENGE_1,
+    "323": ThreeDSPath.METHOD_FRICTIONLESS,
+    "324": ThreeDSPath.METHOD_CHALLENGE,
+    "325": ThreeDSPath.ATTEMPTED,
+    "326": ThreeDSPath.REJECTED,
+}
+_CARDHOLDER_PRESENT = frozenset({TxType.SALE, TxType.PREAUTH, TxType.ACCOUNT_VERIFICATION})
 
 
 # Transactions on an authorization that already exists: the sandbox acquirer always accepts them.
@@ -39,6 +48,11 @@ class SandboxProcessor:
         trigger, has_cvv = _trigger(request)
         return decide(trigger, has_cvv, request.order_id, request.serial)
 
+    async def three_ds_path(self, request: AuthorizationRequest) -> ThreeDSPath | None:
+        if request.tx_type not in _CARDHOLDER_PRESENT or request.card is None or not request.card.cvv:
+            return None
+        return THREE_DS_PATHS.get(request.card.cvv)
+
     async def reconcile(self, request: AuthorizationRequest) -> Outcome:
         """The sandbox acquirer settles every ``unknown`` to approved once asked (the delay before it
         is asked is the reconciliation job's schedule)."""
@@ -54,10 +68,9 @@ def _trigger(request: AuthorizationRequest) -> tuple[str, bool]:
 
 def decide(trigger: str, has_cvv: bool, order_id: int, serial: str) -> Outcome:
     tx_id = f"PNTEST-{order_id}"
-    if trigger in _APPROVE or (not has_cvv and not _special(trigger)):
+    # A 3-D Secure card reaches authorization only once its authentication allowed it.
+    if trigger in _APPROVE or trigger in THREE_DS_PATHS or (not has_cvv and not _special(trigger)):
         return _approved(tx_id, serial)
-    if trigger in _THREE_D_SECURE:
-        return _declined("100", "3-D Secure is unavailable on this gateway yet", tx_id)
     if trigger == "217":
         return Outcome(Stage.UNKNOWN, processor_tx_id=tx_id)
     if trigger == "555":
@@ -69,7 +82,7 @@ def decide(trigger: str, has_cvv: bool, order_id: int, serial: str) -> Outcome:
 
 
 def _special(trigger: str) -> bool:
-    return trigger in _THREE_D_SECURE or trigger in _DECLINE_TRIGGERS or trigger in {"217", "555", "500"}
+    return trigger in THREE_DS_PATHS or trigger in _DECLINE_TRIGGERS or trigger in {"217", "555", "500"}
 
 
 def _approved(tx_id: str, serial: str) -> Outcome:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection
 
 from kassa.domain.lifecycle import Stage, TxType
+from kassa.engine import threeds
 from kassa.engine.processor import AuthorizationRequest, CardDetails, Processor
 from kassa.storage import jobs as job_queue
 from kassa.storage import orders as order_store
@@ -41,6 +42,13 @@ class WorkerConfig:
     poll_interval: float
     lease_seconds: float
     reconcile_delay_seconds: float
+    session_ttl_seconds: float
+
+
+Timer = Callable[[Connection, int, int], None]
+
+# Jobs that are a deadline rather than work for the processor.
+TIMERS: dict[str, Timer] = {"method_timeout": threeds.method_timeout, "session_timeout": threeds.session_timeout}
 
 
 class Worker:
@@ -89,11 +97,18 @@ class Worker:
             await self._after_failure(job)
 
     async def _process(self, job: Job) -> None:
+        timer = TIMERS.get(job.kind)
+        if timer is not None:
+            await self.db.write(lambda conn: self._fenced(conn, job, timer))
+            self.on_final()
+            return
         work = await self.db.read(lambda conn: order_store.load_authorization(conn, job.transaction_id))
         request = self._request(work)
         if job.kind == "reconcile":
             outcome = await self.processor.reconcile(request)
         else:
+            if await self._authentication_pending(job, work, request):
+                return
             outcome = await self.processor.process(request)
         recorded = await self.db.write(lambda conn: self._record(conn, job, outcome))
         self.on_final()
@@ -107,6 +122,33 @@ class Worker:
                     "worker": self.owner,
                 },
             )
+
+    async def _authentication_pending(self, job: Job, work: AuthorizationWork, request: AuthorizationRequest) -> bool:
+        """Starts 3-D Secure when the issuer asks for it; True while it waits for the customer's browser."""
+        if Stage(work.transaction["stage"]) is not Stage.PROCESSING:
+            return False  # authenticated already (3d_validated): authorize now
+        path = await self.processor.three_ds_path(request)
+        if path is None:
+            return False
+        brand = work.card["brand"] if work.card is not None else None
+        ttl_ms = int(self.config.session_ttl_seconds * 1000)
+
+        def start(conn: Connection) -> Stage | None:
+            if not job_queue.still_held(conn, job, self.owner):
+                return None
+            stage = threeds.begin(conn, job.transaction_id, path, brand, now_ms(), ttl_ms)
+            if stage is not Stage.THREE_D_VALIDATED:
+                job_queue.finish(conn, job)
+            return stage
+
+        stage = await self.db.write(start)
+        self.on_final()
+        return stage is not Stage.THREE_D_VALIDATED
+
+    def _fenced(self, conn: Connection, job: Job, timer: Timer) -> None:
+        if job_queue.still_held(conn, job, self.owner):
+            timer(conn, job.transaction_id, now_ms())
+            job_queue.finish(conn, job)
 
     def _record(self, conn: Connection, job: Job, outcome: Outcome) -> bool:
         if not job_queue.still_held(conn, job, self.owner):

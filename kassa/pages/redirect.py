@@ -14,8 +14,9 @@ def final_redirect(redirect_url: str, fields: Mapping[str, str], control_key: st
     parts = urlsplit(redirect_url)
     origin = f"{parts.scheme}://{parts.netloc}"
     return render_page(
-        "final_redirect.html",
+        "autopost.html",
         form_action=origin,
         action=redirect_url,  # its own query stays on the action URL
         fields=signed(fields, control_key),
+        message="Returning you to the merchant…",
     )

@@ -65,3 +65,8 @@ def add(conn: Connection, kind: str, transaction_id: int, run_at_ms: int, now_ms
             kind=kind, transaction_id=transaction_id, run_at_ms=run_at_ms, attempts=0, created_at_ms=now_ms
         )
     )
+
+
+def exists(conn: Connection, transaction_id: int, kind: str) -> bool:
+    found = conn.execute(select(jobs.c.id).where(jobs.c.transaction_id == transaction_id, jobs.c.kind == kind).limit(1))
+    return found.first() is not None

@@ -15,6 +15,7 @@ from kassa.domain.orders import OrderState, TxRecord
 from kassa.storage import callbacks as callback_store
 from kassa.storage import jobs as job_queue
 from kassa.storage import ledger as ledger_store
+from kassa.storage import threeds as session_store
 from kassa.storage.tables import cards, endpoints, orders, transactions, transient_secrets
 
 
@@ -50,6 +51,7 @@ class NewOrder:
     card: NewCard | None
     cvv_ciphertext: bytes | None
     now_ms: int
+    form_ttl_ms: int | None = None  # a hosted form collects the card: no processing until it is submitted
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +61,7 @@ class Started:
     serial: str
     request_fingerprint: str
     created: bool
+    form_token: str | None = None
 
 
 def start_order(conn: Connection, new: NewOrder) -> Started:
@@ -117,13 +120,24 @@ def _insert_order(conn: Connection, new: NewOrder) -> Started:
     ).inserted_primary_key[0]  # type: ignore[index]
     if new.cvv_ciphertext is not None:
         conn.execute(insert(transient_secrets).values(transaction_id=tx_id, cvv_ciphertext=new.cvv_ciphertext))
-    job_queue.add(conn, "process", tx_id, run_at_ms=new.now_ms, now_ms=new.now_ms)
-    return Started(order_id, new.endpoint_id, new.serial, new.request_fingerprint, created=True)
+    form_token = None
+    if new.form_ttl_ms is None:
+        job_queue.add(conn, "process", tx_id, run_at_ms=new.now_ms, now_ms=new.now_ms)
+    else:
+        form_token = session_store.open_session(conn, "form", order_id, tx_id, new.now_ms, new.form_ttl_ms)
+        job_queue.add(conn, "session_timeout", tx_id, run_at_ms=new.now_ms + new.form_ttl_ms, now_ms=new.now_ms)
+    return Started(order_id, new.endpoint_id, new.serial, new.request_fingerprint, True, form_token)
 
 
 def _find_started(conn: Connection, endpoint_id: int, client_orderid: str) -> Started | None:
     row = conn.execute(
-        select(orders.c.id, orders.c.endpoint_id, orders.c.request_fingerprint, transactions.c.serial_number)
+        select(
+            orders.c.id,
+            orders.c.endpoint_id,
+            orders.c.request_fingerprint,
+            transactions.c.serial_number,
+            transactions.c.id.label("tx_id"),
+        )
         .join(transactions, transactions.c.order_id == orders.c.id)
         .where(orders.c.endpoint_id == endpoint_id, orders.c.client_orderid == client_orderid)
         .order_by(transactions.c.id)
@@ -131,7 +145,10 @@ def _find_started(conn: Connection, endpoint_id: int, client_orderid: str) -> St
     ).first()
     if row is None:
         return None
-    return Started(row.id, row.endpoint_id, row.serial_number, row.request_fingerprint, created=False)
+    form = session_store.session_of(conn, row.tx_id, "form")
+    return Started(
+        row.id, row.endpoint_id, row.serial_number, row.request_fingerprint, False, form["token"] if form else None
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +248,53 @@ def record_outcome(conn: Connection, transaction_id: int, outcome: Outcome, now_
     conn.execute(delete(transient_secrets).where(transient_secrets.c.transaction_id == transaction_id))
     if is_final(stage):
         _enqueue_callbacks(conn, order, transaction_id, now_ms)
+
+
+def attach_card(
+    conn: Connection, order: RowMapping, transaction_id: int, card: NewCard, cvv_ciphertext: bytes, now_ms: int
+) -> None:
+    """The card a hosted form collected: stored, its CVV kept until authorization, processing queued."""
+    card_id = conn.execute(
+        insert(cards).values(merchant_id=order["merchant_id"], created_at_ms=now_ms, **dataclasses.asdict(card))
+    ).inserted_primary_key[0]  # type: ignore[index]
+    conn.execute(update(orders).where(orders.c.id == order["id"]).values(card_id=card_id))
+    conn.execute(insert(transient_secrets).values(transaction_id=transaction_id, cvv_ciphertext=cvv_ciphertext))
+    job_queue.add(conn, "process", transaction_id, run_at_ms=now_ms, now_ms=now_ms)
+
+
+def move_stage(conn: Connection, transaction_id: int, target: Stage, now_ms: int) -> None:
+    """A non-final step of a transaction (3-D Secure), checked by the transition table."""
+    current = conn.execute(
+        select(transactions.c.stage).where(transactions.c.id == transaction_id).with_for_update()
+    ).scalar_one()
+    stage = advance(Stage(current), target)
+    conn.execute(
+        update(transactions).where(transactions.c.id == transaction_id).values(stage=stage.value, updated_at_ms=now_ms)
+    )
+
+
+def card_brand(conn: Connection, transaction_id: int) -> str | None:
+    brand: str | None = conn.execute(
+        select(cards.c.brand)
+        .join(orders, orders.c.card_id == cards.c.id)
+        .join(transactions, transactions.c.order_id == orders.c.id)
+        .where(transactions.c.id == transaction_id)
+    ).scalar()
+    return brand
+
+
+def has_job(conn: Connection, transaction_id: int, kind: str) -> bool:
+    return job_queue.exists(conn, transaction_id, kind)
+
+
+def latest_transaction_id(conn: Connection, order_id: int) -> int:
+    return int(
+        conn.execute(select(func.max(transactions.c.id)).where(transactions.c.order_id == order_id)).scalar_one()
+    )
+
+
+def transaction(conn: Connection, transaction_id: int) -> RowMapping:
+    return conn.execute(select(transactions).where(transactions.c.id == transaction_id)).mappings().one()
 
 
 def _enqueue_callbacks(conn: Connection, order: RowMapping, transaction_id: int, now_ms: int) -> None:

@@ -221,3 +221,37 @@ callback_attempts = Table(
     Index("ix_callback_attempts_callback", "callback_id", "id"),
     sqlite_autoincrement=True,
 )
+
+# Browser sessions: a hosted form (single use) or the checkout page that drives 3-D Secure.
+browser_sessions = Table(
+    "browser_sessions",
+    metadata,
+    Column("token", String(64), primary_key=True),
+    Column("kind", String(16), nullable=False),  # form or checkout
+    Column("order_id", ForeignKey("orders.id"), nullable=False),
+    Column("transaction_id", ForeignKey("transactions.id"), nullable=False),
+    Column("expires_at_ms", BigInteger, nullable=False),
+    Column("used_at_ms", BigInteger),
+    Column("created_at_ms", BigInteger, nullable=False),
+    Index("ix_browser_sessions_transaction", "transaction_id", "kind"),
+)
+
+# The EMV 3-D Secure (or 1.0.2) authentication of a transaction, kept for operators.
+three_ds = Table(
+    "three_ds",
+    metadata,
+    Column("transaction_id", ForeignKey("transactions.id"), primary_key=True),
+    Column("version", String(8), nullable=False),  # 2.2.0 or 1.0.2
+    Column("path", String(32), nullable=False),  # the issuer's path: method-frictionless, challenge, ...
+    Column("step", String(16), nullable=False),  # method, challenge, done
+    Column("server_trans_id", String(36), nullable=False, unique=True),
+    Column("acs_trans_id", String(36), nullable=False, unique=True),
+    Column("comp_ind", String(1)),
+    Column("trans_status", String(1)),
+    Column("eci", String(2)),
+    Column("authentication_value", String(64)),
+    Column("challenge_code", String(8)),
+    Column("method_notified", Boolean, nullable=False, default=False),
+    Column("created_at_ms", BigInteger, nullable=False),
+    Column("updated_at_ms", BigInteger, nullable=False),
+)

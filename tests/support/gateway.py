@@ -158,6 +158,15 @@ class Merchant:
         data["control"] = sha1(self.login, client_orderid, orderid, self.control_key)
         return self.gateway.post(f"/api/v2/status/{self.endpoint_id}", data)
 
+    def wait_stage(self, orderid: str, *, leaving: str, timeout: float = 15) -> dict[str, str]:
+        """The status once the order's stage is no longer ``leaving`` (e.g. "sale_processing")."""
+        deadline = time.monotonic() + timeout
+        while True:
+            answer = dict(self.status(orderid=orderid).json())
+            if answer.get("order-stage") != leaving or time.monotonic() > deadline:
+                return answer
+            time.sleep(0.05)
+
     def wait_final(self, orderid: str, timeout: float = 15, by_request_sn: str = "") -> dict[str, str]:
         deadline = time.monotonic() + timeout
         extra = {"by-request-sn": by_request_sn} if by_request_sn else {}

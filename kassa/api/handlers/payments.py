@@ -1,9 +1,11 @@
-"""Card operations that start an order: sale, preauth and account verification."""
+"""Card operations that start an order: sale, preauth and account verification, sent with the card
+or as hosted forms (the card is then collected on the gateway's page)."""
 
 from __future__ import annotations
 
 import hashlib
 import time
+from typing import Any
 
 import orjson
 
@@ -13,9 +15,10 @@ from kassa.api.handlers.common import async_reply, serving_endpoint
 from kassa.domain import cards, money
 from kassa.domain.lifecycle import TxType
 from kassa.domain.money import Currency
+from kassa.pages import urls
 from kassa.storage import orders as order_store
 from kassa.storage.orders import NewCard, NewOrder
-from kassa.vault.keys import cvv_context, pan_context
+from kassa.vault.keys import Vault, cvv_context, pan_context
 
 _CUSTOMER_FIELDS = (
     "first_name", "last_name", "ssn", "birthday", "address1", "city", "state", "zip_code", "country",
@@ -35,20 +38,36 @@ async def account_verification(req: OperationRequest) -> Reply:
     return await start_card_order(req, TxType.ACCOUNT_VERIFICATION)
 
 
-async def start_card_order(req: OperationRequest, tx_type: TxType) -> Reply:
+async def sale_form(req: OperationRequest) -> Reply:
+    return await start_card_order(req, TxType.SALE, hosted=True)
+
+
+async def preauth_form(req: OperationRequest) -> Reply:
+    return await start_card_order(req, TxType.PREAUTH, hosted=True)
+
+
+async def account_verification_form(req: OperationRequest) -> Reply:
+    return await start_card_order(req, TxType.ACCOUNT_VERIFICATION, hosted=True)
+
+
+async def start_card_order(req: OperationRequest, tx_type: TxType, *, hosted: bool = False) -> Reply:
     values = req.values
     cur = _currency(req)
     endpoint = serving_endpoint(req.endpoint, cur.code)
     problem = endpoint.amount_limit_problem(values["amount"]) if tx_type is not TxType.ACCOUNT_VERIFICATION else None
     if problem:
         raise ApiError(Code.AMOUNT, problem)
-    new = _new_order(req, tx_type, endpoint.id, cur)
+    new = _new_order(req, tx_type, endpoint.id, cur, hosted)
     started = await req.services.db.write(lambda conn: order_store.start_order(conn, new))
     if not started.created and started.request_fingerprint != new.request_fingerprint:
         raise ApiError(Code.DUPLICATE, "client_orderid was already used with different fields")
     if started.created:
         req.services.wake_workers()
-    return async_reply(started.serial, req.values["client_orderid"], started.order_id, started.endpoint_id)
+    reply = async_reply(started.serial, req.values["client_orderid"], started.order_id, started.endpoint_id)
+    if started.form_token is not None:
+        reply["type"] = "async-form-response"
+        reply["redirect-url"] = urls.form(req.base_url, started.form_token)
+    return reply
 
 
 def _currency(req: OperationRequest) -> Currency:
@@ -61,9 +80,8 @@ def _currency(req: OperationRequest) -> Currency:
     return money.currency(req.endpoint.currency)
 
 
-def _new_order(req: OperationRequest, tx_type: TxType, endpoint_id: int, cur: Currency) -> NewOrder:
-    values, vault = req.values, req.services.vault
-    pan: str = values["credit_card_number"]
+def _new_order(req: OperationRequest, tx_type: TxType, endpoint_id: int, cur: Currency, hosted: bool) -> NewOrder:
+    values, settings = req.values, req.services.settings
     return NewOrder(
         merchant_id=req.merchant_id,
         endpoint_id=endpoint_id,
@@ -80,18 +98,25 @@ def _new_order(req: OperationRequest, tx_type: TxType, endpoint_id: int, cur: Cu
         merchant_data=values.get("merchant_data"),
         request_fingerprint=request_fingerprint(req),
         serial=req.serial,
-        card=NewCard(
-            pan_ciphertext=vault.encrypt(pan, pan_context(req.merchant_id)),
-            pan_fingerprint=vault.fingerprint(pan),
-            bin=cards.bin_of(pan),
-            last_four=cards.last_four(pan),
-            brand=(brand.value if (brand := cards.brand_of(pan)) else None),
-            exp_month=values["expire_month"],
-            exp_year=values["expire_year"],
-            holder_name=values.get("card_printed_name", ""),
-        ),
-        cvv_ciphertext=vault.encrypt(values["cvv2"], cvv_context(req.serial)),
+        card=None if hosted else new_card(req.services.vault, req.merchant_id, values),
+        cvv_ciphertext=None if hosted else req.services.vault.encrypt(values["cvv2"], cvv_context(req.serial)),
         now_ms=time.time_ns() // 1_000_000,
+        form_ttl_ms=int(settings.session_ttl_seconds * 1000) if hosted else None,
+    )
+
+
+def new_card(vault: Vault, merchant_id: int, values: dict[str, Any]) -> NewCard:
+    """The card as stored: the PAN encrypted, BIN and last four in clear for display."""
+    pan: str = values["credit_card_number"]
+    return NewCard(
+        pan_ciphertext=vault.encrypt(pan, pan_context(merchant_id)),
+        pan_fingerprint=vault.fingerprint(pan),
+        bin=cards.bin_of(pan),
+        last_four=cards.last_four(pan),
+        brand=(brand.value if (brand := cards.brand_of(pan)) else None),
+        exp_month=values["expire_month"],
+        exp_year=values["expire_year"],
+        holder_name=values.get("card_printed_name", ""),
     )
 
 

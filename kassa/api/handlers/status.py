@@ -9,8 +9,12 @@ from sqlalchemy import RowMapping
 from kassa.api.context import OperationRequest, Reply
 from kassa.api.errors import ApiError, Code, field_error
 from kassa.domain import money
+from kassa.domain import threeds as tds
 from kassa.domain.lifecycle import Stage, TxType, order_stage, status_of
+from kassa.pages import urls
+from kassa.pages.rendering import render_page
 from kassa.storage import orders as order_store
+from kassa.storage import threeds as threeds_store
 from kassa.storage.orders import OrderSnapshot
 
 
@@ -31,7 +35,39 @@ async def status(req: OperationRequest) -> Reply:
     reply = _status_fields(req, snapshot, tx)
     if asked:
         reply["by-request-sn"] = asked
+    if Stage(tx["stage"]) in (Stage.THREE_D_METHOD, Stage.THREE_D_VALIDATING):
+        reply.update(await _browser_step(req, snapshot, tx))
     return reply
+
+
+async def _browser_step(req: OperationRequest, snapshot: OrderSnapshot, tx: RowMapping) -> Reply:
+    """What the customer's browser must do next: the gateway page (``html``, ``redirect-to``), and the
+    raw 3-D Secure data for merchants that run the step themselves (CONTRACT §8)."""
+    record, session = await req.services.db.read(
+        lambda conn: (
+            threeds_store.of_transaction(conn, tx["id"]),
+            threeds_store.session_of(conn, tx["id"], "checkout"),
+        )
+    )
+    if record is None or session is None:
+        return {}
+    base = req.base_url
+    step: Reply = {"redirect-to": urls.checkout(base, session["token"])}
+    step["html"] = render_page("autopost.html", method="get", action=step["redirect-to"], fields={}).html
+    step["threeds-version"] = record["version"]
+    step["threeds-server-trans-id"] = record["server_trans_id"]
+    if record["step"] == "method":
+        step["threeds-method-url"] = urls.acs_method(base)
+        step["threeds-method-data"] = tds.method_data(record["server_trans_id"], urls.method_notification(base))
+    elif record["version"] == tds.VERSION_1:
+        cur = money.currency(tx["currency"])
+        step["acs-url"] = urls.acs_pareq(base)
+        step["pareq"] = tds.pareq(record["acs_trans_id"], money.format_amount(tx["amount"], cur), cur.code)
+        step["md"] = record["server_trans_id"]
+    else:
+        step["acs-url"] = urls.acs_challenge(base)
+        step["creq"] = tds.creq(record["server_trans_id"], record["acs_trans_id"])
+    return step
 
 
 def _reported_transaction(snapshot: OrderSnapshot, serial: str | None) -> RowMapping:

@@ -1,0 +1,136 @@
+"""The sandbox issuer's Access Control Server: the pages a cardholder's bank would show.
+
+- Method URL: a (simulated) device fingerprint, then a POST of ``threeDSMethodData`` back to the 3DS
+  server's notification URL.
+- 2.x challenge (``creq``) and 1.0.2 (``PaReq``/``MD``/``TermUrl``): a one-time code page; the code is
+  shown as a hint, since this is a sandbox. The ACS records its decision (as an RReq would), then sends
+  the browser back with ``cres`` or ``PaRes``: for 2.x to the gateway when the checkout page started
+  the challenge (``threeDSSessionData`` names a checkout session), else to the order's ``redirect_url``
+  (merchant-hosted flows, which then call upload-cres-result); for 1.0.2 to the requestor's ``TermUrl``.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from sqlalchemy import Connection
+from starlette.requests import Request
+from starlette.responses import Response
+
+from kassa.api.pipeline import public_base
+from kassa.domain import money
+from kassa.domain import threeds as tds
+from kassa.engine import threeds
+from kassa.engine.threeds import NotWaiting
+from kassa.pages import urls
+from kassa.pages.rendering import render_page
+from kassa.pages.responses import form_fields, html, message, now_ms
+from kassa.runtime import Services
+from kassa.storage import threeds as store
+from kassa.storage.threeds import BrowserContext
+
+BANK = "Sandbox Bank"
+NOT_WAITING = ("Nothing to confirm", "This authentication is no longer waiting for you. Return to the shop.")
+
+
+class AccessControlServer:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    async def method(self, request: Request) -> Response:
+        fields = await form_fields(request) or {}
+        try:
+            data = tds.decode(fields.get("threeDSMethodData", ""))
+            target = str(data["threeDSMethodNotificationURL"])
+        except (tds.MessageError, KeyError):
+            return message("Unknown 3-D Secure message", "", status=400)
+        return _post_back(target, {"threeDSMethodData": fields["threeDSMethodData"]}, "Checking this device…")
+
+    async def challenge(self, request: Request) -> Response:
+        fields = await form_fields(request) or {}
+        try:
+            acs_trans_id = str(tds.decode(fields.get("creq", ""))["acsTransID"])
+        except (tds.MessageError, KeyError):
+            return message("Unknown 3-D Secure message", "", status=400)
+        hidden = {"acsTransID": acs_trans_id, "threeDSSessionData": fields.get("threeDSSessionData", "")}
+        return await self._code_page(request, acs_trans_id, hidden)
+
+    async def pareq(self, request: Request) -> Response:
+        fields = await form_fields(request) or {}
+        try:
+            acs_trans_id = str(tds.decode(fields.get("PaReq", ""))["xid"])
+        except (tds.MessageError, KeyError):
+            return message("Unknown 3-D Secure message", "", status=400)
+        hidden = {"acsTransID": acs_trans_id, "MD": fields.get("MD", ""), "TermUrl": fields.get("TermUrl", "")}
+        return await self._code_page(request, acs_trans_id, hidden)
+
+    async def answer(self, request: Request) -> Response:
+        fields = await form_fields(request) or {}
+        acs_trans_id = fields.get("acsTransID", "")
+        context = await self._context(acs_trans_id)
+        if context is None or context.record is None:
+            return message(*NOT_WAITING, status=409)
+        brand = context.card["brand"] if context.card else None
+        try:
+            status = await self.services.db.write(
+                lambda conn: threeds.acs_answer(conn, acs_trans_id, fields.get("code", ""), brand, now_ms())
+            )
+        except NotWaiting:
+            return message(*NOT_WAITING, status=409)
+        record = context.record
+        if record["version"] == tds.VERSION_1:
+            pares = tds.pares(acs_trans_id, status)
+            return _post_back(fields.get("TermUrl", ""), {"PaRes": pares, "MD": fields.get("MD", "")})
+        cres = tds.cres(record["server_trans_id"], acs_trans_id, status)
+        session_data = fields.get("threeDSSessionData", "")
+        gateway_hosted = session_data and session_data == context.session["token"]
+        target = (
+            urls.challenge_return(public_base(request, self.services))
+            if gateway_hosted
+            else context.order["redirect_url"]
+        )
+        if not target:
+            return message("Authentication finished", "Return to the shop to complete the payment.")
+        return _post_back(target, {"cres": cres, "threeDSSessionData": session_data})
+
+    async def _code_page(self, request: Request, acs_trans_id: str, hidden: dict[str, str]) -> Response:
+        context = await self._context(acs_trans_id)
+        record = context.record if context else None
+        if context is None or record is None or record["step"] != "challenge" or record["trans_status"] != "C":
+            return message(*NOT_WAITING, status=409)
+        tx, card = context.transaction, context.card
+        cur = money.currency(tx["currency"])
+        page = render_page(
+            "acs.html",
+            bank=BANK,
+            amount=money.format_amount(tx["amount"], cur),
+            currency=cur.code,
+            merchant=context.descriptor or "the merchant",
+            masked=f"{card['bin']}******{card['last_four']}" if card else "",
+            code=record["challenge_code"],
+            action=f"{public_base(request, self.services)}/acs/answer",
+            fields=hidden,
+        )
+        return html(page)
+
+    async def _context(self, acs_trans_id: str) -> BrowserContext | None:
+        def load(conn: Connection) -> BrowserContext | None:
+            record = store.by_acs_trans_id(conn, acs_trans_id)
+            if record is None:
+                return None
+            session = store.session_of(conn, record["transaction_id"], "checkout")
+            if session is None:
+                return None
+            return store.context_of_transaction(conn, record["transaction_id"], session)
+
+        return await self.services.db.read(load)
+
+
+def _post_back(target: str, fields: dict[str, str], text: str = "Returning to the shop…") -> Response:
+    parts = urlsplit(target)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return message("Unknown return address", "", status=400)
+    origin = f"{parts.scheme}://{parts.netloc}"
+    return html(
+        render_page("autopost.html", form_action=f"'self' {origin}", action=target, fields=fields, message=text)
+    )

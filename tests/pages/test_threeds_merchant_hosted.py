@@ -1,0 +1,115 @@
+"""Merchant-hosted 3-D Secure (CONTRACT §8): the merchant runs the browser part itself, driven only by
+status and the three upload operations. The test plays the browser with an HTTP client."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from html.parser import HTMLParser
+
+import httpx
+
+from kassa.domain import threeds as tds
+
+from tests.support.gateway import Gateway, Merchant, free_port, new_merchant, sha1
+from tests.support.receiver import Receiver, running
+
+
+class HiddenFields(HTMLParser):
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.action = ""
+        self.fields: dict[str, str] = {}
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = {k: v or "" for k, v in attrs}
+        if tag == "form" and not self.action:
+            self.action = values.get("action", "")
+        if tag == "input" and values.get("type") == "hidden":
+            self.fields[values["name"]] = values["value"]
+
+
+def upload(m: Merchant, operation: str, order: str, client_orderid: str, **fields: str) -> httpx.Response:
+    data = {"login": m.login, "client_orderid": client_orderid, "orderid": order, **fields}
+    data["control"] = sha1(m.login, client_orderid, order, m.control_key)
+    return m.gateway.post(f"/api/3ds/v1/{operation}/{m.endpoint_id}", data)
+
+
+def test_direct_sale_with_method_then_challenge_driven_through_status_and_uploads(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    gateway = gateway_factory()
+    merchant = new_merchant(gateway, "mh")
+    with running(Receiver(free_port())) as receiver:
+        accepted = merchant.sale(
+            "mh-1", cvv2="324", redirect_url="https://shop.example/return", server_callback_url=receiver.url
+        ).json()
+        order = accepted["paynet-order-id"]
+        method = merchant.wait_stage(order, leaving="sale_processing")
+        assert (method["status"], method["order-stage"]) == ("processing", "sale_3d_method")
+        assert method["threeds-version"] == "2.2.0"
+        assert method["redirect-to"].startswith(gateway.base + "/checkout/")
+        assert "<form" in method["html"]
+        assert method["threeds-method-url"] and method["threeds-method-data"]
+
+        uploaded = upload(
+            merchant, "upload-method-url-result", order, "mh-1",
+            threeDSServerTransID=method["threeds-server-trans-id"], threeDSCompInd="Y",
+            browserAcceptHeader="text/html", browserIP="203.0.113.7", browserJavaEnabled="false",
+            browserJavascriptEnabled="true", browserLanguage="en-GB", browserColorDepth="24",
+            browserScreenHeight="1080", browserScreenWidth="1920", browserTZ="0", browserUserAgent="Mozilla/5.0",
+        )  # fmt: skip
+        assert uploaded.json()["type"] == "async-response", uploaded.text
+        challenge = merchant.wait_stage(order, leaving="sale_3d_method")
+        assert challenge["order-stage"] == "sale_3d_validating"
+        creq = tds.decode(challenge["creq"])
+        forged = tds.cres(creq["threeDSServerTransID"], creq["acsTransID"], "Y")  # the ACS has not answered
+        assert upload(merchant, "upload-cres-result", order, "mh-1", cres=forged).json()["error-code"] == "6"
+
+        acs_page = httpx.post(challenge["acs-url"], data={"creq": challenge["creq"]}).text
+        code = re.search(r'id="code-hint">(\d+)<', acs_page)
+        assert code is not None
+        form = HiddenFields(acs_page)
+        back = HiddenFields(httpx.post(form.action, data={**form.fields, "code": code.group(1)}).text)
+        assert back.action == "https://shop.example/return"
+
+        done = upload(merchant, "upload-cres-result", order, "mh-1", cres=back.fields["cres"])
+        assert done.json()["type"] == "async-response", done.text
+        final = merchant.wait_final(order)
+        assert (final["status"], final["order-stage"]) == ("approved", "sale_approved")
+        [callback] = receiver.wait_for(1)
+    assert (callback.query["status"], callback.query["orderid"]) == ("approved", order)
+    again = upload(merchant, "upload-cres-result", order, "mh-1", cres=back.fields["cres"])
+    assert again.json()["error-code"] == "6"
+
+
+def test_upload_for_an_order_not_waiting_for_that_step_is_code_6(gateway_factory: Callable[..., Gateway]) -> None:
+    gateway = gateway_factory()
+    merchant = new_merchant(gateway, "mh2")
+    order = merchant.sale("mh-2", cvv2="321").json()["paynet-order-id"]
+    waiting = merchant.wait_stage(order, leaving="sale_processing")
+    assert waiting["order-stage"] == "sale_3d_validating"
+    answer = upload(
+        merchant, "upload-method-url-result", order, "mh-2",
+        threeDSServerTransID=waiting["threeds-server-trans-id"], threeDSCompInd="Y",
+    )  # fmt: skip
+    assert (answer.status_code, answer.json()["error-code"]) == (400, "6")
+
+
+def test_3ds_1_0_2_merchant_hosted_with_pares_upload(gateway_factory: Callable[..., Gateway]) -> None:
+    gateway = gateway_factory()
+    merchant = new_merchant(gateway, "mh3")
+    order = merchant.sale("mh-3", cvv2="322").json()["paynet-order-id"]
+    step = merchant.wait_stage(order, leaving="sale_processing")
+    assert (step["threeds-version"], step["order-stage"]) == ("1.0.2", "sale_3d_validating")
+    term_url = "https://shop.example/term"
+    acs_page = httpx.post(step["acs-url"], data={"PaReq": step["pareq"], "MD": step["md"], "TermUrl": term_url}).text
+    form = HiddenFields(acs_page)
+    back = HiddenFields(httpx.post(form.action, data={**form.fields, "code": "000000-wrong"}).text)
+    assert back.action == term_url
+    done = upload(merchant, "upload-pares-result", order, "mh-3", pares=back.fields["PaRes"], md=back.fields["MD"])
+    assert done.json()["type"] == "async-response"
+    final = merchant.wait_final(order)
+    assert (final["status"], final["error-code"]) == ("declined", "100")
+    assert "3-D Secure" in final["error-message"]
