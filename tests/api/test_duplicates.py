@@ -10,15 +10,27 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from tests.support.gateway import JSON_ACCEPT, Merchant
+from tests.support.gateway import JSON_ACCEPT, Gateway, Merchant, new_merchant
 
 
 def _order() -> str:
     return f"o-{uuid.uuid4().hex[:10]}"
 
 
-def orders_of(merchant: Merchant) -> list[dict[str, str]]:
-    return list(merchant.gateway.cli("order", "list", "--merchant", merchant.login))
+@pytest.fixture(scope="module")
+def merchant(shared_gateway: Gateway) -> Merchant:
+    return new_merchant(shared_gateway, f"m-{uuid.uuid4().hex[:10]}")
+
+
+@pytest.fixture(scope="module")
+def other_merchant(shared_gateway: Gateway) -> Merchant:
+    return new_merchant(shared_gateway, f"m-{uuid.uuid4().hex[:10]}")
+
+
+def orders_of(merchant: Merchant, client_orderid: str) -> list[dict[str, str]]:
+    """The merchant's orders with this client_orderid, as ``kassa order list`` shows them to an operator."""
+    listed = merchant.gateway.cli("order", "list", "--merchant", merchant.login, "--limit", "1000")
+    return [order for order in listed if order["client_orderid"] == client_orderid]
 
 
 def test_same_sale_sent_twice_gets_the_original_answer_and_one_order(merchant: Merchant) -> None:
@@ -32,7 +44,7 @@ def test_same_sale_sent_twice_gets_the_original_answer_and_one_order(merchant: M
     assert again.status_code == 200, again.text
     assert again.json() == first.json()
 
-    listed = orders_of(merchant)
+    listed = orders_of(merchant, client_orderid)
     assert [o["id"] for o in listed] == [int(order_id)]
     assert listed[0]["client_orderid"] == client_orderid
     assert listed[0]["status"] == "approved"
@@ -62,21 +74,52 @@ def test_same_client_orderid_with_different_fields_is_refused_with_code_4(
     assert body["error-code"] == "4"
     assert body["merchant-order-id"] == client_orderid
 
-    listed = orders_of(merchant)
+    listed = orders_of(merchant, client_orderid)
     assert [o["id"] for o in listed] == [int(first.json()["paynet-order-id"])]
     assert listed[0]["amount"] == "10.42"
 
 
-def test_same_client_orderid_on_another_merchant_is_a_new_order(make_merchant: Callable[..., Merchant]) -> None:
-    one, two = make_merchant(), make_merchant()
+def _upper_control(data: dict[str, str]) -> dict[str, str]:
+    return {**data, "control": data["control"].upper()}
+
+
+def _alias(data: dict[str, str]) -> dict[str, str]:
+    spelled = {k: v for k, v in data.items() if k != "client_orderid"}
+    return {"client-order-id": data["client_orderid"], **spelled}
+
+
+def _padded(data: dict[str, str]) -> dict[str, str]:
+    return {k: f" {v} " for k, v in data.items()}
+
+
+def _extra_field(data: dict[str, str]) -> dict[str, str]:
+    return {**data, "favourite_colour": "blue"}
+
+
+@pytest.mark.parametrize("respell", [_upper_control, _alias, _padded, _extra_field], ids=lambda f: f.__name__[1:])
+def test_repeat_that_differs_only_in_spelling_gets_the_original_answer(
+    merchant: Merchant, respell: Callable[[dict[str, str]], dict[str, str]]
+) -> None:
+    data = merchant.sale_fields(_order())
+    path = f"/api/v2/sale/{merchant.endpoint_id}"
+    first = merchant.gateway.post(path, data)
+    assert first.status_code == 200, first.text
+    again = merchant.gateway.post(path, respell(data))
+    assert again.status_code == 200, again.text
+    assert again.json() == first.json()
+    assert len(orders_of(merchant, data["client_orderid"])) == 1
+
+
+def test_same_client_orderid_on_another_merchant_is_a_new_order(merchant: Merchant, other_merchant: Merchant) -> None:
     client_orderid = _order()
-    first, second = one.sale(client_orderid), two.sale(client_orderid)
+    first, second = merchant.sale(client_orderid), other_merchant.sale(client_orderid)
     assert first.status_code == second.status_code == 200
     assert first.json()["paynet-order-id"] != second.json()["paynet-order-id"]
 
 
 def test_twenty_identical_sales_sent_at_once_start_one_order(merchant: Merchant) -> None:
-    data = merchant.sale_fields(_order())
+    client_orderid = _order()
+    data = merchant.sale_fields(client_orderid)
     url = f"{merchant.gateway.base}/api/v2/sale/{merchant.endpoint_id}"
     start = threading.Barrier(20)
     answers: list[httpx.Response | BaseException] = []
@@ -105,7 +148,7 @@ def test_twenty_identical_sales_sent_at_once_start_one_order(merchant: Merchant)
     assert {r.json()["paynet-order-id"] for r in responses} == {responses[0].json()["paynet-order-id"]}
     assert {r.json()["serial-number"] for r in responses} == {responses[0].json()["serial-number"]}
 
-    listed = orders_of(merchant)
+    listed = orders_of(merchant, client_orderid)
     assert len(listed) == 1
     shown = merchant.gateway.cli("order", "show", str(listed[0]["id"]))
     assert len(shown["transactions"]) == 1

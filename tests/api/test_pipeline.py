@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
@@ -57,9 +57,9 @@ def classic_shop(shared_gateway: Gateway) -> Merchant:
     return new_classic_merchant(shared_gateway, _login())
 
 
-def refusal(response: httpx.Response, code: int, http_status: int = 400) -> dict[str, str]:
-    """The JSON refusal a merchant reads; asserts its status, content type, type and error code."""
-    assert response.status_code == http_status, response.text
+def refusal(response: httpx.Response, code: int) -> dict[str, str]:
+    """The JSON refusal a merchant reads; asserts its status (400), content type, type and error code."""
+    assert response.status_code == 400, response.text
     assert response.headers["content-type"] == JSON_CONTENT_TYPE
     body = dict(response.json())
     assert body["type"] == "validation-error", body
@@ -248,6 +248,12 @@ def test_accept_with_parameters_and_other_types_is_json(shop: Merchant) -> None:
     response = shop.gateway.post(f"/api/v2/sale/{shop.endpoint_id}", shop.sale_fields(_order()), headers)
     accepted(response)
     assert response.headers["content-type"] == JSON_CONTENT_TYPE
+
+
+def test_accept_media_type_is_matched_case_insensitively(shop: Merchant) -> None:
+    # RFC 9110 §8.3.1: type and subtype names are case-insensitive.
+    headers = {"Accept": "Application/VND.Pay+JSON"}
+    accepted(shop.gateway.post(f"/api/v2/sale/{shop.endpoint_id}", shop.sale_fields(_order()), headers))
 
 
 # --- classic format ----------------------------------------------------------------------------------------
@@ -442,6 +448,26 @@ def test_body_of_exactly_64_kib_is_accepted(shop: Merchant) -> None:
         {**JSON_ACCEPT, "Content-Type": "application/x-www-form-urlencoded"},
     )
     accepted(response)
+
+
+def test_body_that_is_not_utf8_is_refused_with_code_1(shop: Merchant) -> None:
+    body = str(httpx.QueryParams(shop.sale_fields(_order()))) + "&card_printed_name=Jos%E9"
+    headers = {**JSON_ACCEPT, "Content-Type": "application/x-www-form-urlencoded"}
+    refusal(shop.gateway.post(f"/api/v2/sale/{shop.endpoint_id}", body, headers), 1)
+
+
+# --- prefix ------------------------------------------------------------------------------------------------
+
+
+def test_prefix_is_configurable_down_to_the_root(gateway_factory: Callable[..., Gateway]) -> None:
+    gateway = gateway_factory(KASSA_PREFIX="/")
+    merchant = new_merchant(gateway, _login())
+    root = f"http://127.0.0.1:{gateway.port}"
+    data = merchant.sale_fields(_order())
+    accepted(httpx.post(f"{root}/api/v2/sale/{merchant.endpoint_id}", data=data, headers=JSON_ACCEPT, timeout=30))
+    assert httpx.get(f"{root}/openapi.json", timeout=30).json()["openapi"] == "3.1.0"
+    elsewhere = httpx.post(f"{root}/paynet/api/v2/sale/{merchant.endpoint_id}", data=data, headers=JSON_ACCEPT)
+    assert elsewhere.status_code == 404
 
 
 # --- unimplemented operations and the OpenAPI document -----------------------------------------------------

@@ -159,8 +159,9 @@ def test_status_of_an_approved_sale_has_every_field_of_a_sale(shop: Merchant, ap
     assert body["processor-rrn"]
     assert body["processor-tx-id"] == f"PNTEST-{approved.order_id}"
     assert body["descriptor"] == DESCRIPTOR
-    processed = datetime.datetime.strptime(body["paynet-processing-date"], "%Y-%m-%dT%H:%M:%SZ")
-    assert abs(processed - datetime.datetime.now(datetime.UTC).replace(tzinfo=None)) < datetime.timedelta(hours=1)
+    processed = datetime.datetime.fromisoformat(body["paynet-processing-date"])
+    assert processed.tzinfo is not None
+    assert abs(processed - datetime.datetime.now(datetime.UTC)) < datetime.timedelta(hours=1)
     assert "error-code" not in body
     assert "error-message" not in body
     assert all(isinstance(value, str) for value in body.values())

@@ -10,7 +10,6 @@ from html.parser import HTMLParser
 import httpx
 
 from kassa.domain import threeds as tds
-
 from tests.support.gateway import Gateway, Merchant, free_port, new_merchant, sha1
 from tests.support.receiver import Receiver, running
 
