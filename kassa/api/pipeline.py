@@ -73,14 +73,14 @@ async def _run(op: Operation, request: Request, services: Services, exchange: Ex
     if op.handler is None:
         raise ApiError(Code.NOT_IMPLEMENTED, f"operation {op.code} is not implemented yet", http_status=501)
     json_asked = wants_json(request.headers.get("accept", ""))
-    body = await read_body(request)
     path_id = request.path_params["endpoint_id"]
     endpoint = await _endpoint(services, path_id)
     if not json_asked and not (endpoint is not None and endpoint.speaks_classic):
         raise ApiError(Code.ACCEPT, "the Accept header must be application/vnd.pay+json")
-    exchange.classic = not json_asked
+    exchange.classic = not json_asked  # known before the body is read: a classic client gets every refusal classic
     if endpoint is None or not endpoint.enabled:
         raise ApiError(Code.ENDPOINT, f"unknown or disabled endpoint {path_id}")
+    body = await read_body(request)
     form = _canonical_form(op, parse_form(body))
     exchange.client_orderid = form.get("client_orderid") or None
     values = validate(op.fields, form)

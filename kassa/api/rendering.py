@@ -24,4 +24,5 @@ def render(
 
 
 def wants_json(accept: str) -> bool:
-    return any(part.split(";")[0].strip() == JSON_MEDIA_TYPE for part in accept.split(","))
+    """Media types are case-insensitive (RFC 9110 §8.3.1)."""
+    return any(part.split(";")[0].strip().lower() == JSON_MEDIA_TYPE for part in accept.split(","))

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import click
 import orjson
 from sqlalchemy import Connection
+from sqlalchemy.exc import IntegrityError
 
 from kassa import logs
 from kassa.domain import money
@@ -26,6 +27,7 @@ from kassa.storage import ledger as ledger_store
 from kassa.storage import merchants as merchant_store
 from kassa.storage import orders as order_store
 from kassa.storage import settlement
+from kassa.storage import threeds as threeds_store
 from kassa.storage.database import Database, open_database
 from kassa.storage.migrate import upgrade
 
@@ -46,12 +48,14 @@ def _database() -> Iterator[Database]:
         db.close()
 
 
-def _write(unit: Callable[[Connection], T]) -> T:
+def _write(unit: Callable[[Connection], T], taken: str = "that name or id is already taken") -> T:
     with _database() as db:
         try:
             return db.write_sync(unit)
         except merchant_store.NotFound as missing:
             raise click.ClickException(str(missing)) from None
+        except IntegrityError:
+            raise click.ClickException(taken) from None
 
 
 def _emit(as_json: bool, data: Any, lines: Sequence[str]) -> None:
@@ -149,7 +153,9 @@ def _merchant_dict(m: Merchant) -> dict[str, Any]:
 def merchant_create(login: str, control_key: str | None, classic: bool, as_json: bool) -> None:
     """Create a merchant."""
     key = control_key or secrets.token_hex(16)
-    created = _write(lambda conn: merchant_store.create_merchant(conn, login, key, classic, _now_ms()))
+    created = _write(
+        lambda conn: merchant_store.create_merchant(conn, login, key, classic, _now_ms()), f"login {login} is taken"
+    )
     _emit(
         as_json,
         _merchant_dict(created),
@@ -236,7 +242,7 @@ def endpoint_create(
         )
         return merchant_store.load_endpoint(conn, merchant_store.create_endpoint(conn, spec, _now_ms()))
 
-    created = _write(create)
+    created = _write(create, f"endpoint id {endpoint_id} is taken")
     _emit(as_json, _endpoint_dict(created), [f"endpoint {created.id} ({code}, {mode}) created for {login}"])
 
 
@@ -295,8 +301,15 @@ def _amount_text(minor: int, currency: str) -> str:
 @json_option
 def order_show(order_id: int, as_json: bool) -> None:
     """One order with every transaction (card data masked)."""
+
+    def query(conn: Connection) -> tuple[order_store.OrderSnapshot | None, dict[int, Any]]:
+        snapshot = order_store.order_by_id(conn, order_id)
+        if snapshot is None:
+            return None, {}
+        return snapshot, {tx["id"]: threeds_store.of_transaction(conn, tx["id"]) for tx in snapshot.transactions}
+
     with _database() as database:
-        snapshot = database.read_sync(lambda conn: order_store.order_by_id(conn, order_id))
+        snapshot, authentications = database.read_sync(query)
     if snapshot is None:
         raise click.ClickException(f"no order {order_id}")
     o, card = snapshot.order, snapshot.card
@@ -306,8 +319,8 @@ def order_show(order_id: int, as_json: bool) -> None:
         "endpoint_id": o["endpoint_id"],
         "amount": _amount_text(o["amount"], o["currency"]),
         "currency": o["currency"],
-        "card": f"{card['bin']}******{card['last_four']}" if card else None,
-        "transactions": [_transaction_dict(tx) for tx in snapshot.transactions],
+        "card": _masked(card) if card else None,
+        "transactions": [_transaction_dict(tx, authentications.get(tx["id"])) for tx in snapshot.transactions],
     }
     lines = [f"order {o['id']} ({o['client_orderid']}) {data['amount']} {o['currency']} card {data['card']}"]
     lines += [
@@ -317,9 +330,23 @@ def order_show(order_id: int, as_json: bool) -> None:
     _emit(as_json, data, lines)
 
 
-def _transaction_dict(tx: Any) -> dict[str, Any]:
+_THREE_DS_FIELDS = (
+    "version", "path", "server_trans_id", "acs_trans_id", "comp_ind", "trans_status", "eci", "authentication_value",
+)  # fmt: skip
+
+
+def _masked(card: Any) -> str:
+    """BIN and last four with one star per hidden digit (the PAN's length is not stored, only its brand's)."""
+    hidden = 5 if card["brand"] == "AMEX" else 6
+    return f"{card['bin']}{'*' * hidden}{card['last_four']}"
+
+
+def _transaction_dict(tx: Any, authentication: Any = None) -> dict[str, Any]:
+    """A transaction for operators; with the EMV 3-D Secure data of its authentication, if any."""
     stage = Stage(tx["stage"])
+    three_ds = {name: authentication[name] for name in _THREE_DS_FIELDS} if authentication else None
     return {
+        "three_ds": three_ds,
         "serial_number": tx["serial_number"],
         "type": tx["tx_type"],
         "status": status_of(stage).value,

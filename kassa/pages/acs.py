@@ -44,7 +44,9 @@ class AccessControlServer:
             target = str(data["threeDSMethodNotificationURL"])
         except (tds.MessageError, KeyError):
             return message("Unknown 3-D Secure message", "", status=400)
-        return _post_back(target, {"threeDSMethodData": fields["threeDSMethodData"]}, "Checking this device…")
+        return _post_back(
+            target, {"threeDSMethodData": fields["threeDSMethodData"]}, "Checking this device…", framed=True
+        )
 
     async def challenge(self, request: Request) -> Response:
         fields = await form_fields(request) or {}
@@ -126,11 +128,14 @@ class AccessControlServer:
         return await self.services.db.read(load)
 
 
-def _post_back(target: str, fields: dict[str, str], text: str = "Returning to the shop…") -> Response:
+def _post_back(
+    target: str, fields: dict[str, str], text: str = "Returning to the shop…", framed: bool = False
+) -> Response:
     parts = urlsplit(target)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         return message("Unknown return address", "", status=400)
     origin = f"{parts.scheme}://{parts.netloc}"
-    return html(
-        render_page("autopost.html", form_action=f"'self' {origin}", action=target, fields=fields, message=text)
+    page = render_page(
+        "autopost.html", form_action=f"'self' {origin}", framed=framed, action=target, fields=fields, message=text
     )
+    return html(page)

@@ -171,7 +171,7 @@ class Pages:
                 store.change(conn, record["transaction_id"], now_ms(), method_notified=True)
 
         await self.services.db.write(notified)
-        return html(render_page("method_done.html"))
+        return html(render_page("method_done.html", framed=True))
 
     async def challenge_return(self, request: Request) -> Response:
         """The ACS sends the CRes (2.x) or PaRes (1.0.2) back through the browser for gateway-hosted flows."""

@@ -18,12 +18,15 @@ class Page:
     headers: dict[str, str]
 
 
-def render_page(template: str, *, form_action: str = "'self'", **context: Any) -> Page:
+def render_page(template: str, *, form_action: str = "'self'", framed: bool = False, **context: Any) -> Page:
+    """``framed`` pages run inside another site's hidden iframe (the 3DS Method step), so any page may
+    frame them; every other page refuses to be framed (clickjacking)."""
     nonce = secrets.token_urlsafe(16)
     html = _ENV.get_template(template).render(nonce=nonce, **context)
+    ancestors = "*" if framed else "'none'"
     csp = (
         f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; img-src 'self' data:; "
-        f"form-action {form_action}; frame-ancestors 'none'; base-uri 'none'"
+        f"form-action {form_action}; frame-ancestors {ancestors}; frame-src 'self'; base-uri 'none'"
     )
     return Page(
         html,

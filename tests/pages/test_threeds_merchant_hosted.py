@@ -8,8 +8,10 @@ from collections.abc import Callable
 from html.parser import HTMLParser
 
 import httpx
+import sqlalchemy
 
 from kassa.domain import threeds as tds
+from kassa.storage.database import sqlalchemy_url
 from tests.support.gateway import Gateway, Merchant, free_port, new_merchant, sha1
 from tests.support.receiver import Receiver, running
 
@@ -112,3 +114,54 @@ def test_3ds_1_0_2_merchant_hosted_with_pares_upload(gateway_factory: Callable[.
     final = merchant.wait_final(order)
     assert (final["status"], final["error-code"]) == ("declined", "100")
     assert "3-D Secure" in final["error-message"]
+
+
+def _stored_cvvs(gateway: Gateway) -> list[bytes]:
+    engine = sqlalchemy.create_engine(sqlalchemy_url(gateway.database_url))
+    with engine.connect() as conn:
+        rows = [bytes(row[0]) for row in conn.exec_driver_sql("SELECT cvv_ciphertext FROM transient_secrets")]
+    engine.dispose()
+    return rows
+
+
+def test_cvv_is_kept_encrypted_across_3ds_and_deleted_whatever_the_outcome(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    gateway = gateway_factory()
+    merchant = new_merchant(gateway, "cvv")
+    passed = merchant.sale("cv-1", cvv2="321", redirect_url="https://shop.example/3ds").json()["paynet-order-id"]
+    failed = merchant.sale("cv-2", cvv2="322").json()["paynet-order-id"]
+    steps = {order: merchant.wait_stage(order, leaving="sale_processing") for order in (passed, failed)}
+    held = _stored_cvvs(gateway)
+    assert len(held) == 2
+    assert all(b"321" not in blob and b"322" not in blob for blob in held)
+
+    acs_page = httpx.post(steps[passed]["acs-url"], data={"creq": steps[passed]["creq"]}).text
+    code = re.search(r'id="code-hint">(\d+)<', acs_page)
+    assert code is not None
+    form = HiddenFields(acs_page)
+    back = HiddenFields(httpx.post(form.action, data={**form.fields, "code": code.group(1)}).text)
+    upload(merchant, "upload-cres-result", passed, "cv-1", cres=back.fields["cres"])
+    assert merchant.wait_final(passed)["status"] == "approved"
+
+    step = steps[failed]
+    acs_page = httpx.post(
+        step["acs-url"], data={"PaReq": step["pareq"], "MD": step["md"], "TermUrl": "https://t.example/"}
+    ).text
+    form = HiddenFields(acs_page)
+    back = HiddenFields(httpx.post(form.action, data={**form.fields, "code": "wrong"}).text)
+    upload(merchant, "upload-pares-result", failed, "cv-2", pares=back.fields["PaRes"], md=back.fields["MD"])
+    assert merchant.wait_final(failed)["status"] == "declined"
+    assert _stored_cvvs(gateway) == []
+
+
+def test_abandoned_challenge_is_declined_at_session_expiry_and_its_cvv_deleted(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    gateway = gateway_factory(KASSA_SESSION_TTL_SECONDS="1")
+    merchant = new_merchant(gateway, "abandon")
+    order = merchant.sale("ab-1", cvv2="321").json()["paynet-order-id"]
+    assert merchant.wait_stage(order, leaving="sale_processing")["order-stage"] == "sale_3d_validating"
+    final = merchant.wait_final(order)
+    assert (final["status"], final["error-code"]) == ("declined", "100")
+    assert _stored_cvvs(gateway) == []

@@ -24,7 +24,8 @@ class Receiver:
     port: int
     script: list[str] = field(default_factory=list)  # per request in turn: "500", "timeout"; then "ok"
     hang_seconds: float = 2.0
-    received: list[Received] = field(default_factory=list)  # answered 200
+    received: list[Received] = field(default_factory=list)  # GETs answered 200 (callbacks)
+    posted: list[Received] = field(default_factory=list)  # POSTs (final redirects)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -60,6 +61,19 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
             self.send_response(200)
             self.end_headers()
             self.wfile.write(b"OK")
+
+        def do_POST(self) -> None:
+            """The merchant's return page: the final redirect lands here."""
+            body = self.rfile.read(int(self.headers.get("content-length", "0"))).decode()
+            parts = urlsplit(self.path)
+            with receiver.lock:
+                receiver.posted.append(
+                    Received(time.monotonic(), parts.path, dict(parse_qsl(body, keep_blank_values=True)))
+                )
+            self.send_response(200)
+            self.send_header("content-type", "text/html; charset=utf-8")
+            self.end_headers()
+            self.wfile.write(b"<!doctype html><title>Shop</title><h1 id='thanks'>Thank you for your order</h1>")
 
         def log_message(self, *_args: object) -> None:
             pass

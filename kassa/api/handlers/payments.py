@@ -121,7 +121,7 @@ def new_card(vault: Vault, merchant_id: int, values: dict[str, Any]) -> NewCard:
 
 
 def request_fingerprint(req: OperationRequest) -> str:
-    """Identifies "the same fields" for duplicate detection. Keyed by the vault, since it covers card data."""
-    declared = {field.name for field in req.op.fields} - {"control"}
-    canonical = "&".join(f"{k}={v}" for k, v in sorted(req.form.items()) if k in declared)
+    """Identifies "the same fields" for duplicate detection: the checked values, so that `10.4` and `10.40`
+    are the same amount. Keyed by the vault, since it covers card data."""
+    canonical = "&".join(f"{name}={value}" for name, value in sorted(req.values.items()) if name != "control")
     return req.services.vault.fingerprint(hashlib.sha256(canonical.encode()).hexdigest())

@@ -34,7 +34,7 @@ async def status(req: OperationRequest) -> Reply:
     tx = _reported_transaction(snapshot, asked)
     reply = _status_fields(req, snapshot, tx)
     if asked:
-        reply["by-request-sn"] = asked
+        reply["by-request-sn"] = req.form["by-request-sn"]  # echoed as sent
     if Stage(tx["stage"]) in (Stage.THREE_D_METHOD, Stage.THREE_D_VALIDATING):
         reply.update(await _browser_step(req, snapshot, tx))
     return reply
@@ -96,7 +96,6 @@ def _status_fields(req: OperationRequest, snapshot: OrderSnapshot, tx: RowMappin
         "amount": money.format_amount(tx["amount"], cur),
         "currency": cur.code,
         "end-point-id": str(order["endpoint_id"]),
-        "descriptor": endpoint.descriptor,
         "initial-amount": money.format_amount(order["amount"], cur),
         "captured-amount": money.format_amount(state.captured, cur),
         "refunded-amount": money.format_amount(state.refunded, cur),
@@ -105,6 +104,7 @@ def _status_fields(req: OperationRequest, snapshot: OrderSnapshot, tx: RowMappin
     if card is not None:
         reply.update(_card_fields(card))
     optional = {
+        "descriptor": endpoint.descriptor,
         "email": order["email"],
         "approval-code": tx["approval_code"],
         "processor-rrn": tx["processor_rrn"],

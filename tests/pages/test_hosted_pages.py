@@ -1,0 +1,182 @@
+"""A cardholder in headless Chromium: hosted forms, 3-D Secure, and the way back to the shop."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.support.gateway import Gateway, Merchant, free_port, new_merchant, sha1
+from tests.support.receiver import Receiver, running
+
+pytestmark = pytest.mark.backends("sqlite")  # the pages are the same on both; the API suites cover both
+
+
+@pytest.fixture
+def shop() -> Iterator[Receiver]:
+    with running(Receiver(free_port())) as receiver:
+        yield receiver
+
+
+@pytest.fixture
+def merchant_for_pages(gateway_factory: Callable[..., Gateway]) -> Merchant:
+    gateway = gateway_factory(KASSA_CALLBACK_BASE_DELAY="0.2")
+    merchant = new_merchant(gateway, "pages", "USD", "--descriptor", "Corner Bookshop")
+    return merchant
+
+
+def form_url(
+    m: Merchant, client_orderid: str, shop: Receiver, operation: str = "sale-form", amount: str = "25.00"
+) -> str:
+    data = m.sale_fields(client_orderid, amount=amount, redirect_url=shop.url + "/return")
+    for card_field in ("credit_card_number", "card_printed_name", "expire_month", "expire_year", "cvv2"):
+        del data[card_field]
+    answer = m.gateway.post(f"/api/v2/{operation}/{m.endpoint_id}", data).json()
+    assert answer["type"] == "async-form-response", answer
+    return str(answer["redirect-url"])
+
+
+def pay(page: Page, url: str, *, number: str = "4111 1111 1111 1111", exp: str = "12/30", cvv: str = "123") -> None:
+    page.goto(url)
+    page.fill("#cc-number", number)
+    page.fill("#cc-name", "Jane Doe")
+    page.fill("#cc-exp", exp)
+    page.fill("#cc-csc", cvv)
+    page.click("#pay")
+
+
+def landed(page: Page, shop: Receiver, m: Merchant) -> dict[str, str]:
+    """The shop's return page got the signed final redirect; returns its fields."""
+    expect(page.locator("#thanks")).to_be_visible(timeout=20_000)
+    [returned] = shop.posted
+    fields = returned.query
+    assert fields["control"] == sha1(fields["status"], fields["orderid"], fields["client_orderid"], m.control_key)
+    return fields
+
+
+def test_cardholder_completes_sale_form_and_lands_on_the_shop_with_a_signed_post(
+    page: Page, merchant_for_pages: Merchant, shop: Receiver, screenshots: Path
+) -> None:
+    url = form_url(merchant_for_pages, "pf-1", shop)
+    page.goto(url)
+    expect(page.locator("#amount")).to_have_text("25.00 USD")
+    expect(page.get_by_role("heading")).to_have_text("Corner Bookshop")
+    for field, autocomplete in (
+        ("cc-number", "cc-number"),
+        ("cc-exp", "cc-exp"),
+        ("cc-csc", "cc-csc"),
+        ("cc-name", "cc-name"),
+    ):
+        assert page.get_attribute(f"#{field}", "autocomplete") == autocomplete
+        expect(page.locator(f"label[for={field}]")).to_be_visible()
+    page.fill("#cc-number", "4111 1111 1111 1111")
+    expect(page.locator("#brand")).to_have_text("VISA")
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= 390  # fits a phone screen
+    page.screenshot(path=str(screenshots / "hosted-form.png"), full_page=True)
+    pay(page, url)
+    fields = landed(page, shop, merchant_for_pages)
+    assert (fields["status"], fields["type"], fields["amount"]) == ("approved", "sale", "25.00")
+    assert merchant_for_pages.status(client_orderid="pf-1").json()["status"] == "approved"
+
+
+def test_field_errors_are_shown_next_to_the_field_in_the_browser_and_by_the_server(
+    page: Page, merchant_for_pages: Merchant, shop: Receiver, screenshots: Path
+) -> None:
+    url = form_url(merchant_for_pages, "pf-2", shop)
+    pay(page, url, number="4111 1111 1111 1112", exp="01/20", cvv="12")
+    expect(page.locator("#cc-number-error")).to_contain_text("not valid")
+    expect(page.locator("#cc-exp-error")).to_contain_text("expired")
+    expect(page.locator("#cc-csc-error")).to_contain_text("3-digit")
+    page.screenshot(path=str(screenshots / "hosted-form-errors.png"), full_page=True)
+    page.evaluate("document.getElementById('card-form').submit()")  # past the browser's checks
+    expect(page.locator("#cc-number-error")).to_contain_text("not valid")
+    assert page.get_attribute("#cc-number", "aria-invalid") == "true"
+    pay(page, url)  # the token still works after a refused submission
+    assert landed(page, shop, merchant_for_pages)["status"] == "approved"
+
+
+def test_used_form_token_shows_an_error_page(page: Page, merchant_for_pages: Merchant, shop: Receiver) -> None:
+    url = form_url(merchant_for_pages, "pf-3", shop)
+    pay(page, url)
+    landed(page, shop, merchant_for_pages)
+    response = page.goto(url)
+    assert response is not None and response.status == 410
+    expect(page.locator("#title")).to_contain_text("no longer available")
+
+
+def test_expired_form_token_shows_an_error_page(
+    page: Page, gateway_factory: Callable[..., Gateway], shop: Receiver, screenshots: Path
+) -> None:
+    gateway = gateway_factory(KASSA_SESSION_TTL_SECONDS="1")
+    merchant = new_merchant(gateway, "expiring")
+    url = form_url(merchant, "pf-4", shop)
+    page.wait_for_timeout(1500)
+    response = page.goto(url)
+    assert response is not None and response.status == 410
+    page.screenshot(path=str(screenshots / "hosted-form-expired.png"))
+    final = merchant.wait_final(merchant.status(client_orderid="pf-4").json()["paynet-order-id"])
+    assert (final["status"], final["error-code"]) == ("declined", "100")
+
+
+@pytest.mark.parametrize(("code", "status"), [("right", "approved"), ("wrong", "declined")])
+def test_3ds_2_challenge_passes_with_the_code_shown_and_fails_with_another(
+    page: Page, merchant_for_pages: Merchant, shop: Receiver, screenshots: Path, code: str, status: str
+) -> None:
+    pay(page, form_url(merchant_for_pages, f"pc-{code}", shop), cvv="321")
+    expect(page.locator("#code-hint")).to_be_visible(timeout=15_000)
+    page.screenshot(path=str(screenshots / "acs-challenge.png"), full_page=True)
+    hint = page.inner_text("#code-hint")
+    page.fill("#code", hint if code == "right" else "000000" if hint != "000000" else "111111")
+    page.click("#submit-code")
+    fields = landed(page, shop, merchant_for_pages)
+    assert fields["status"] == status
+
+
+def test_3ds_method_step_then_frictionless_approval(
+    page: Page, merchant_for_pages: Merchant, shop: Receiver, screenshots: Path
+) -> None:
+    pay(page, form_url(merchant_for_pages, "pm-1", shop), cvv="323")
+    page.screenshot(path=str(screenshots / "threeds-method.png"))
+    assert landed(page, shop, merchant_for_pages)["status"] == "approved"
+    order = merchant_for_pages.status(client_orderid="pm-1").json()["paynet-order-id"]
+    shown = merchant_for_pages.gateway.cli("order", "show", order)
+    authentication = shown["transactions"][0]["three_ds"]
+    assert (authentication["trans_status"], authentication["comp_ind"], authentication["eci"]) == ("Y", "Y", "05")
+    assert authentication["server_trans_id"] and authentication["authentication_value"]
+
+
+def test_3ds_1_0_2_pareq_pares_exchange(page: Page, merchant_for_pages: Merchant, shop: Receiver) -> None:
+    pay(page, form_url(merchant_for_pages, "p1-1", shop), cvv="322")
+    expect(page.locator("#code-hint")).to_be_visible(timeout=15_000)
+    page.fill("#code", page.inner_text("#code-hint"))
+    page.click("#submit-code")
+    assert landed(page, shop, merchant_for_pages)["status"] == "approved"
+
+
+def test_direct_sale_with_a_3ds_card_sends_the_customer_through_redirect_to(
+    page: Page, merchant_for_pages: Merchant, shop: Receiver
+) -> None:
+    order = merchant_for_pages.sale("pd-1", cvv2="321", redirect_url=shop.url + "/return").json()["paynet-order-id"]
+    step = merchant_for_pages.wait_stage(order, leaving="sale_processing")
+    page.set_content(step["html"])  # the merchant shows the document status gave it
+    expect(page.locator("#code-hint")).to_be_visible(timeout=15_000)
+    page.fill("#code", page.inner_text("#code-hint"))
+    page.click("#submit-code")
+    assert landed(page, shop, merchant_for_pages)["status"] == "approved"
+
+
+def test_preauth_and_verification_forms(page: Page, merchant_for_pages: Merchant, shop: Receiver) -> None:
+    pay(page, form_url(merchant_for_pages, "pa-1", shop, "preauth-form"))
+    assert landed(page, shop, merchant_for_pages)["type"] == "preauth"
+    shop.posted.clear()
+    data = merchant_for_pages.sale_fields("pv-1", redirect_url=shop.url + "/return")
+    for name in ("credit_card_number", "card_printed_name", "expire_month", "expire_year", "cvv2", "amount"):
+        del data[name]
+    data["control"] = sha1(merchant_for_pages.endpoint_id, "pv-1", data["email"], merchant_for_pages.control_key)
+    answer = merchant_for_pages.gateway.post(
+        f"/api/v2/account-verification-form/{merchant_for_pages.endpoint_id}", data
+    )
+    pay(page, answer.json()["redirect-url"])
+    assert landed(page, shop, merchant_for_pages)["type"] == "account-verification"
