@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Makes sure the PostgreSQL server the tests use is installed and running (CI machines have it; a fresh
-# Debian machine gets it from the package registry).
+# Makes sure what the tests use is there: a running PostgreSQL server, and Debian's Chromium for the
+# browser tests (Playwright drives it; its own browser download does not work on these machines).
 set -euo pipefail
 
-if ! command -v pg_ctlcluster >/dev/null 2>&1; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+missing=()
+command -v pg_ctlcluster >/dev/null 2>&1 || missing+=(postgresql)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+if [ ${#missing[@]} -gt 0 ]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+
 if ! pg_isready -q -h 127.0.0.1 -p 5432; then
   version=$(ls /etc/postgresql | sort -n | tail -n 1)
   pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
