@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: serve test lint bench services clean
+.PHONY: serve test lint bench crashtest screenshots services clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,12 @@ lint: $(STAMP)
 
 test: $(STAMP) services lint
 	$(VENV)/bin/pytest
+
+crashtest: $(STAMP) services
+	$(VENV)/bin/python -m tests.crash.crashtest --rounds 20
+
+screenshots: $(STAMP) services
+	KASSA_SCREENSHOT_DIR=docs/screenshots $(VENV)/bin/pytest tests/pages/test_hosted_pages.py
 
 bench: $(STAMP) services
 	$(VENV)/bin/python -m bench
