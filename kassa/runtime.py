@@ -87,7 +87,7 @@ def _callback_config(settings: Settings) -> CallbackConfig:
         backoff=settings.callback_backoff,
         max_attempts=settings.callback_max_attempts,
         poll_interval=settings.poll_interval,
-        lease_seconds=settings.callback_timeout * 3,
+        lease_seconds=settings.callback_timeout + 5,  # an attempt never outlives its timeout
     )
 
 

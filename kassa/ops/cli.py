@@ -29,7 +29,6 @@ from kassa.storage import orders as order_store
 from kassa.storage import settlement
 from kassa.storage import threeds as threeds_store
 from kassa.storage.database import Database, open_database
-from kassa.storage.migrate import upgrade
 
 T = TypeVar("T")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
@@ -84,6 +83,8 @@ def serve(host: str | None, port: int | None, worker_count: int | None, with_dem
     from kassa.api.app import create_app
     from kassa.runtime import build_services
 
+    from kassa.storage.migrate import upgrade
+
     settings = Settings.from_env()
     upgrade(settings.database_url)
     host, port = host or settings.host, port or settings.port
@@ -132,6 +133,8 @@ def db() -> None:
 @db.command("upgrade")
 def db_upgrade() -> None:
     """Apply every pending migration."""
+    from kassa.storage.migrate import upgrade  # alembic is slow to import; only this command needs it
+
     upgrade(Settings.from_env().database_url)
     click.echo("database is up to date")
 

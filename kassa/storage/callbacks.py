@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import orjson
 from sqlalchemy import Connection, RowMapping, and_, exists, insert, select, update
-from sqlalchemy.orm import aliased
 
 from kassa.domain.callbacks import callback_fields
 from kassa.storage.tables import callback_attempts, callbacks, cards, endpoints, orders
@@ -66,7 +65,7 @@ class Due:
 
 
 def claim(conn: Connection, owner: str, now_ms: int, lease_ms: int, limit: int) -> list[Due]:
-    earlier = aliased(callbacks)
+    earlier = callbacks.alias("earlier")
     blocked = exists().where(
         and_(
             earlier.c.order_id == callbacks.c.order_id,

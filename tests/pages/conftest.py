@@ -21,8 +21,10 @@ CHROMIUM_FLAGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    """Module-scoped: Playwright's sync API keeps an event loop running in this thread until it stops,
+    and tests elsewhere run their own loops."""
     executable = shutil.which("chromium") or "/usr/bin/chromium"
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)

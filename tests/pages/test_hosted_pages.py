@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, expect
 
 from tests.support.gateway import Gateway, Merchant, free_port, new_merchant, sha1
@@ -138,7 +140,8 @@ def test_3ds_method_step_then_frictionless_approval(
     page: Page, merchant_for_pages: Merchant, shop: Receiver, screenshots: Path
 ) -> None:
     pay(page, form_url(merchant_for_pages, "pm-1", shop), cvv="323")
-    page.screenshot(path=str(screenshots / "threeds-method.png"))
+    with contextlib.suppress(PlaywrightError):  # the step may already be moving on: the picture is a bonus
+        page.screenshot(path=str(screenshots / "threeds-method.png"))
     assert landed(page, shop, merchant_for_pages)["status"] == "approved"
     order = merchant_for_pages.status(client_orderid="pm-1").json()["paynet-order-id"]
     shown = merchant_for_pages.gateway.cli("order", "show", order)

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -183,9 +184,41 @@ def minor_units(amount: str) -> str:
 
 
 def new_merchant(gateway: Gateway, login: str, currency: str = "USD", *extra: str) -> Merchant:
-    created = gateway.cli("merchant", "create", "--login", login)
-    endpoint = gateway.cli("endpoint", "create", "--merchant", login, "--currency", currency, *extra)
-    return Merchant(gateway, login, created["control_key"], endpoint["id"], currency)
+    """A merchant with one endpoint, written straight to the gateway's database (the same rows `kassa
+    merchant create` and `kassa endpoint create` write; tests/ops covers the commands themselves).
+    ``extra`` takes the endpoint options of the CLI: --multi-capture, --classic, --mode M, --descriptor D,
+    --min-amount A, --max-amount A."""
+    from kassa.domain import money
+    from kassa.domain.merchants import Mode
+    from kassa.storage import merchants as store
+    from kassa.storage.database import open_database
+
+    options, flags, rest = {}, set(), list(extra)
+    while rest:
+        name = rest.pop(0)
+        if name in ("--mode", "--descriptor", "--min-amount", "--max-amount"):
+            options[name] = rest.pop(0)
+        else:
+            flags.add(name)
+    cur = money.currency(currency)
+
+    def minor(name: str) -> int | None:
+        return money.parse_amount(options[name], cur) if name in options else None
+
+    def create(conn: Any) -> tuple[str, int]:
+        merchant = store.create_merchant(conn, login, uuid.uuid4().hex, False, 0)
+        spec = store.EndpointSpec(
+            merchant.id, currency, Mode(options.get("--mode", "sandbox")), "--classic" in flags,
+            options.get("--descriptor", ""), minor("--min-amount"), minor("--max-amount"), "--multi-capture" in flags,
+        )  # fmt: skip
+        return merchant.control_key, store.create_endpoint(conn, spec, 0)
+
+    db = open_database(gateway.database_url, readers=1)
+    try:
+        key, endpoint_id = db.write_sync(create)
+    finally:
+        db.close()
+    return Merchant(gateway, login, key, endpoint_id, currency)
 
 
 def post_without_accept(gateway: Gateway, path: str, data: dict[str, str]) -> httpx.Response:
