@@ -82,7 +82,6 @@ def serve(host: str | None, port: int | None, worker_count: int | None, with_dem
 
     from kassa.api.app import create_app
     from kassa.runtime import build_services
-
     from kassa.storage.migrate import upgrade
 
     settings = Settings.from_env()
