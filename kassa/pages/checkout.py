@@ -22,6 +22,7 @@ from kassa.pages import urls
 from kassa.pages.redirect import final_redirect
 from kassa.pages.rendering import render_page
 from kassa.pages.responses import form_fields, html, message, now_ms, see_other
+from kassa.pages.steps import acs_request
 from kassa.runtime import Services
 from kassa.storage import orders as order_store
 from kassa.storage import threeds as store
@@ -201,18 +202,13 @@ class Pages:
 
 
 def _to_acs(base: str, token: str, context: BrowserContext) -> Response:
-    record, tx = context.record, context.transaction
-    assert record is not None
-    if record["version"] == tds.VERSION_1:
-        cur = money.currency(tx["currency"])
-        fields = {
-            "PaReq": tds.pareq(record["acs_trans_id"], money.format_amount(tx["amount"], cur), cur.code),
-            "MD": record["server_trans_id"],
-            "TermUrl": urls.challenge_return(base),
-        }
-        return html(render_page("autopost.html", action=urls.acs_pareq(base), fields=fields))
-    fields = {"creq": tds.creq(record["server_trans_id"], record["acs_trans_id"]), "threeDSSessionData": token}
-    return html(render_page("autopost.html", action=urls.acs_challenge(base), fields=fields))
+    assert context.record is not None
+    acs_url, fields = acs_request(base, context.record, context.transaction)
+    if "PaReq" in fields:
+        fields["TermUrl"] = urls.challenge_return(base)
+    else:
+        fields["threeDSSessionData"] = token  # the ACS returns the CRes to the gateway for this session
+    return html(render_page("autopost.html", action=acs_url, fields=fields))
 
 
 def _card_values(fields: dict[str, str]) -> tuple[dict[str, object], dict[str, str]]:

@@ -13,6 +13,7 @@ from kassa.domain import threeds as tds
 from kassa.domain.lifecycle import Stage, TxType, order_stage, status_of
 from kassa.pages import urls
 from kassa.pages.rendering import render_page
+from kassa.pages.steps import acs_request
 from kassa.storage import orders as order_store
 from kassa.storage import threeds as threeds_store
 from kassa.storage.orders import OrderSnapshot
@@ -36,11 +37,11 @@ async def status(req: OperationRequest) -> Reply:
     if asked:
         reply["by-request-sn"] = req.form["by-request-sn"]  # echoed as sent
     if Stage(tx["stage"]) in (Stage.THREE_D_METHOD, Stage.THREE_D_VALIDATING):
-        reply.update(await _browser_step(req, snapshot, tx))
+        reply.update(await _browser_step(req, tx))
     return reply
 
 
-async def _browser_step(req: OperationRequest, snapshot: OrderSnapshot, tx: RowMapping) -> Reply:
+async def _browser_step(req: OperationRequest, tx: RowMapping) -> Reply:
     """What the customer's browser must do next: the gateway page (``html``, ``redirect-to``), and the
     raw 3-D Secure data for merchants that run the step themselves (CONTRACT §8)."""
     record, session = await req.services.db.read(
@@ -59,14 +60,10 @@ async def _browser_step(req: OperationRequest, snapshot: OrderSnapshot, tx: RowM
     if record["step"] == "method":
         step["threeds-method-url"] = urls.acs_method(base)
         step["threeds-method-data"] = tds.method_data(record["server_trans_id"], urls.method_notification(base))
-    elif record["version"] == tds.VERSION_1:
-        cur = money.currency(tx["currency"])
-        step["acs-url"] = urls.acs_pareq(base)
-        step["pareq"] = tds.pareq(record["acs_trans_id"], money.format_amount(tx["amount"], cur), cur.code)
-        step["md"] = record["server_trans_id"]
     else:
-        step["acs-url"] = urls.acs_challenge(base)
-        step["creq"] = tds.creq(record["server_trans_id"], record["acs_trans_id"])
+        acs_url, posted = acs_request(base, record, tx)
+        step["acs-url"] = acs_url
+        step.update({"pareq": posted["PaReq"], "md": posted["MD"]} if "PaReq" in posted else posted)
     return step
 
 
