@@ -34,8 +34,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--quiet-wait",
         type=float,
-        default=60,
-        help="before each measured run, wait up to this many seconds for the machine to go idle (default 60)",
+        default=30,
+        help="before each warm-up, wait up to this many seconds for the machine to go idle (default 30; 0: never)",
     )
     parser.add_argument("--no-docs", action="store_true", help="print the table only")
     args = parser.parse_args(argv)

@@ -28,3 +28,11 @@ def server_version(admin_url: str = ADMIN_URL) -> str:
     with psycopg.connect(admin_url) as conn:
         row = conn.execute("SHOW server_version").fetchone()
     return str(row[0]) if row else "?"
+
+
+def backend_pids(database_url: str, admin_url: str = ADMIN_URL) -> list[int]:
+    """The server processes of every connection to the database of ``database_url``."""
+    name = database_url.rsplit("/", 1)[1]
+    with psycopg.connect(admin_url) as conn:
+        rows = conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", (name,)).fetchall()
+    return [int(row[0]) for row in rows]

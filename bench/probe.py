@@ -1,12 +1,12 @@
 """CPU use during a load run: the server process sampled in the background, and snapshots of the whole
-machine and of PostgreSQL, so a run disturbed by other work on the machine shows it."""
+machine and of the PostgreSQL backends, so a run disturbed by other work on the machine shows it."""
 
 from __future__ import annotations
 
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,15 +63,12 @@ def process_cpu_seconds(pid: int | str) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
-def postgres_cpu_seconds() -> float:
-    """CPU time so far of every live PostgreSQL process (backends and background workers)."""
+def processes_cpu_seconds(pids: Sequence[int]) -> float:
+    """CPU time so far of the processes in ``pids`` that are still alive."""
     total = 0.0
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
+    for pid in pids:
         try:
-            if (proc / "comm").read_text().strip() == "postgres":
-                total += process_cpu_seconds(proc.name)
+            total += process_cpu_seconds(pid)
         except OSError:  # gone meanwhile
             continue
     return total
@@ -85,14 +82,16 @@ class CpuSnapshot:
     postgres: float
 
     @classmethod
-    def take(cls, server_pid: int) -> CpuSnapshot:
-        return cls(time.monotonic(), machine_busy_seconds(), process_cpu_seconds(server_pid), postgres_cpu_seconds())
+    def take(cls, server_pid: int, postgres_pids: Sequence[int]) -> CpuSnapshot:
+        """Now; ``postgres_pids`` are the PostgreSQL backends serving the server under test."""
+        server = process_cpu_seconds(server_pid)
+        return cls(time.monotonic(), machine_busy_seconds(), server, processes_cpu_seconds(postgres_pids))
 
 
 @dataclass(frozen=True)
 class CpuUse:
-    """Cores used over a run (1.0 = one core busy all the time) by the server, PostgreSQL, and the rest
-    of the machine once the load generator's share is taken out."""
+    """Cores used over a run (1.0 = one core busy all the time) by the server, its PostgreSQL backends,
+    and the rest of the machine once the load generator's share is taken out."""
 
     server: float
     postgres: float
@@ -109,13 +108,15 @@ class CpuUse:
         return cls(server, postgres, max(0.0, others))
 
 
-def wait_until_quiet(timeout: float, threshold: float = 0.15, window: float = 1.0) -> float:
-    """Wait (at most ``timeout`` s) for a ``window`` in which the whole machine uses less than ``threshold``
-    of a core; returns the cores used in the last window."""
+def wait_until_quiet(
+    timeout: float, threshold: float = 0.15, window: float = 1.0, own: Callable[[], float] = lambda: 0.0
+) -> float:
+    """Wait (at most ``timeout`` s) for a ``window`` in which the machine, apart from the CPU time counted
+    by ``own``, uses less than ``threshold`` of a core; returns the cores so used in the last window."""
     deadline = time.monotonic() + timeout
     while True:
-        before = machine_busy_seconds()
+        before = machine_busy_seconds() - own()
         time.sleep(window)
-        busy = (machine_busy_seconds() - before) / window
+        busy = (machine_busy_seconds() - own() - before) / window
         if busy < threshold or time.monotonic() >= deadline:
             return busy

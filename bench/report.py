@@ -171,13 +171,17 @@ METHOD = """## What is measured
 - Load: wrk with one thread and 50 keep-alive connections, replaying the bodies through a generated Lua
   script (`bench/wrk.py`) that reports percentiles and non-200 answers as JSON. Server on core 0, wrk on
   core 1 (`taskset`). PostgreSQL's own processes are not pinned: they share both cores with the rest.
-- **errors** counts non-200 answers plus socket errors and timeouts (10 s). **server RSS** is VmRSS of the
-  server process right after its run. **server CPU** is the share of one core the server process used in
-  the middle of the run (100% = CPU bound); **postgres CPU** that of every PostgreSQL process together
-  (they are not pinned); **wrk CPU** that of wrk over its whole run (well below 100% = wrk was not the
-  bottleneck); **other CPU** what the rest of the machine used meanwhile (should be near 0%: if not,
-  another job competed for the cores and the run should be repeated). Latencies are closed-loop (wrk
-  sends the next request when the previous answer arrives).
+- **errors** counts non-200 answers plus socket errors and timeouts (10 s).
+- **server RSS** is VmRSS of the server process right after its run.
+- **server CPU** is the share of one core the server process used in the middle of the run (100% = CPU
+  bound); **postgres CPU** that of the PostgreSQL backends connected to the bench database, together.
+- **wrk CPU** is that of wrk over its whole run (well below 100%: wrk was not the bottleneck).
+- **other CPU** is what the rest of the machine used meanwhile. It should be near 0%; if not, another job
+  competed for the two cores and the run should be repeated. Before each warm-up the bench waits up to
+  `--quiet-wait` seconds for the machine to go idle.
+- Latencies are closed-loop: wrk sends a connection's next request when the previous answer arrives.
+- The machine is a VM: runs on an idle machine still vary by about ±20% from one run to the next
+  (the ceiling too), so compare the *vs ceiling* ratios rather than raw numbers across runs.
 
 ## How to reproduce
 

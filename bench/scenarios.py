@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bench.bodies import MerchantKeys, sale_bodies, status_body, write_lines
 from bench.load import LoadResult, LoadSpec
-from bench.postgres import fresh_database
+from bench.postgres import backend_pids, fresh_database
 from bench.probe import CpuSampler, CpuSnapshot, CpuUse, wait_until_quiet
 from bench.seed import create_orders, wait_until_settled
 from bench.server import PREFIX, KassaDeployment, Server, ceiling_server
@@ -60,28 +60,31 @@ class Bench:
         o = self.options
         return LoadSpec(server.url, path, bodies, duration, o.connections, o.load_core)
 
-    def measure(self, name: str, server: Server, spec: LoadSpec, unique_bodies: bool = False) -> Row:
+    def measure(
+        self, name: str, server: Server, spec: LoadSpec, database_url: str = "", unique_bodies: bool = False
+    ) -> Row:
         """One measured run: the server's CPU share is sampled during it, its RSS read right after."""
-        start = CpuSnapshot.take(server.pid)
+        pg_pids = backend_pids(database_url) if database_url.startswith("postgresql") else []
+        start = CpuSnapshot.take(server.pid, pg_pids)
         with CpuSampler(server.cpu_seconds) as sampler:
             result = self.generate(spec)
-        cpu = CpuUse.between(start, CpuSnapshot.take(server.pid), result.generator_cpu)
+        cpu = CpuUse.between(start, CpuSnapshot.take(server.pid, pg_pids), result.generator_cpu)
         row = Row(name, result, server.rss_kib(), sampler.share(), cpu, unique_bodies)
         say(f"{name}: {result.rps:,.0f} req/s, p99 {result.p99_ms:.1f} ms, {result.errors} errors")
         return row
 
-    def wait_for_quiet(self, name: str) -> None:
-        """Before a warm-up: wait up to ``quiet_wait`` s until nothing else keeps the machine busy."""
+    def wait_for_quiet(self, name: str, server: Server) -> None:
+        """Before a warm-up: wait up to ``quiet_wait`` s until nothing but ``server`` keeps the machine busy."""
         if self.options.quiet_wait:
-            busy = wait_until_quiet(self.options.quiet_wait, QUIET)
+            busy = wait_until_quiet(self.options.quiet_wait, QUIET, own=server.cpu_seconds)
             if busy >= QUIET:
                 say(f"{name}: the machine is still busy ({busy:.0%} of a core), measuring anyway")
 
-    def warm_and_measure(self, name: str, server: Server, path: str, bodies: Path) -> Row:
+    def warm_and_measure(self, name: str, server: Server, path: str, bodies: Path, database_url: str = "") -> Row:
         """A warm-up then a measured run, both replaying the same bodies (for idempotent requests)."""
-        self.wait_for_quiet(name)
+        self.wait_for_quiet(name, server)
         self.generate(self.spec(server, path, bodies, self.options.warmup))
-        return self.measure(name, server, self.spec(server, path, bodies, self.options.duration))
+        return self.measure(name, server, self.spec(server, path, bodies, self.options.duration), database_url)
 
     def body_budget(self, rate: float, duration: float) -> int:
         """Distinct bodies for a run at about ``rate`` req/s: twice that, never more than the ceiling allows."""
@@ -108,7 +111,8 @@ class Bench:
             bodies = self.work_dir / f"status-{backend}.txt"
             write_lines(bodies, (status_body(merchant, orderid) for orderid in orderids))
             path = f"{PREFIX}/api/v2/status/{merchant.endpoint_id}"
-            return self.warm_and_measure(f"status by orderid, {backend}", server, path, bodies)
+            name = f"status by orderid, {backend}"
+            return self.warm_and_measure(name, server, path, bodies, deployment.database_url)
 
     def sale(self, deployment: KassaDeployment, merchant: MerchantKeys, backend: str) -> Row:
         say(f"sale on {backend}")
@@ -117,13 +121,14 @@ class Bench:
         with deployment.server(o.server_core, f"sale-{backend}") as server:
             warm_bodies = self.work_dir / f"sale-warm-{backend}.txt"
             write_lines(warm_bodies, sale_bodies(merchant, "warm", self.body_budget(self.ceiling_rps / 2, o.warmup)))
-            self.wait_for_quiet(f"sale acceptance, {backend}")
+            self.wait_for_quiet(f"sale acceptance, {backend}", server)
             warm = self.generate(self.spec(server, path, warm_bodies, o.warmup))
             bodies = self.work_dir / f"sale-{backend}.txt"
             count = write_lines(bodies, sale_bodies(merchant, "run", self.body_budget(warm.rps, o.duration)))
             say(f"sale on {backend}: {count:,} distinct bodies (warm-up ran at {warm.rps:,.0f} req/s)")
             spec = self.spec(server, path, bodies, o.duration)
-            return self.measure(f"sale acceptance, {backend}", server, spec, unique_bodies=True)
+            name = f"sale acceptance, {backend}"
+            return self.measure(name, server, spec, deployment.database_url, unique_bodies=True)
 
     def backend(self, backend: str) -> tuple[Row, Row]:
         """(sale, status) on one database; the status run comes first, on a database without a backlog."""

@@ -102,29 +102,19 @@ URLS = (
     Field("merchant_data", f.text(1024), False, "echoed in callbacks as merchantdata"),
 )
 
-SALE_FIELDS = (CLIENT_ORDERID, ORDER_DESC, CURRENCY, AMOUNT, IPADDRESS, *CUSTOMER, *CARD, *URLS, CONTROL)
-FORM_FIELDS = (CLIENT_ORDERID, ORDER_DESC, CURRENCY, AMOUNT, IPADDRESS, *CUSTOMER, *URLS, CONTROL)
-VERIFY_FORM_FIELDS = (
+ORDER_START = (CLIENT_ORDERID, ORDER_DESC, CURRENCY, AMOUNT, IPADDRESS, *CUSTOMER)
+SALE_FIELDS = (*ORDER_START, *CARD, *URLS, CONTROL)
+FORM_FIELDS = (*ORDER_START, *URLS, CONTROL)
+VERIFY_START = (
     CLIENT_ORDERID,
     ORDER_DESC,
-    Field("currency", f.currency_code, False),
+    Field("currency", f.currency_code, False, "ISO 4217 alpha-3; default: the endpoint's"),
     Field("amount", f.amount(positive=False), False, "absent or zero"),
     IPADDRESS,
     *CUSTOMER,
-    *URLS,
-    CONTROL,
 )
-VERIFY_FIELDS = (
-    CLIENT_ORDERID,
-    ORDER_DESC,
-    Field("currency", f.currency_code, False),
-    Field("amount", f.amount(positive=False), False, "absent or zero"),
-    IPADDRESS,
-    *CUSTOMER,
-    *CARD,
-    *URLS,
-    CONTROL,
-)
+VERIFY_FIELDS = (*VERIFY_START, *CARD, *URLS, CONTROL)
+VERIFY_FORM_FIELDS = (*VERIFY_START, *URLS, CONTROL)
 CAPTURE_FIELDS = (
     LOGIN,
     CLIENT_ORDERID,

@@ -4,11 +4,11 @@ retried on a growing schedule, every attempt logged."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import uuid
 from dataclasses import dataclass
+from functools import partial
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import httpx
@@ -16,6 +16,7 @@ from sqlalchemy import Connection, select
 
 from kassa.domain.callbacks import retry_delay_ms, signed
 from kassa.engine import targets
+from kassa.engine.polling import Consumer
 from kassa.storage import callbacks as store
 from kassa.storage.callbacks import Attempt, Due
 from kassa.storage.database import Database
@@ -43,30 +44,15 @@ def with_query(url: str, fields: dict[str, str]) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
 
 
-class CallbackDispatcher:
+class CallbackDispatcher(Consumer):
     def __init__(self, db: Database, config: CallbackConfig) -> None:
-        self.db = db
+        super().__init__(db, config.poll_interval)
         self.config = config
         self.owner = f"callbacks-{uuid.uuid4().hex[:12]}"
-        self.wakeup = asyncio.Event()
-
-    def wake(self) -> None:
-        self.wakeup.set()
 
     async def run(self, stop: asyncio.Event) -> None:
         async with httpx.AsyncClient(timeout=self.config.timeout_seconds, follow_redirects=False) as client:
-            while not stop.is_set():
-                try:
-                    claimed = await self.db.write(self._claim)
-                except Exception:
-                    log.exception("claiming callbacks failed")
-                    claimed = []
-                if claimed:
-                    await asyncio.gather(*(self._deliver(client, due) for due in claimed))
-                    continue
-                self.wakeup.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.wakeup.wait(), self.config.poll_interval)
+            await self.consume(stop, self._claim, partial(self._deliver, client))
 
     def _claim(self, conn: Connection) -> list[Due]:
         now = time.time_ns() // 1_000_000

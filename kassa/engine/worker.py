@@ -8,7 +8,6 @@ moves the transaction's stage and deletes the job, so one job's outcome is recor
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import uuid
@@ -19,6 +18,7 @@ from sqlalchemy import Connection
 
 from kassa.domain.lifecycle import Stage, TxType
 from kassa.engine import threeds
+from kassa.engine.polling import Consumer
 from kassa.engine.processor import AuthorizationRequest, CardDetails, Processor
 from kassa.storage import jobs as job_queue
 from kassa.storage import orders as order_store
@@ -51,7 +51,7 @@ Timer = Callable[[Connection, int, int], None]
 TIMERS: dict[str, Timer] = {"method_timeout": threeds.method_timeout, "session_timeout": threeds.session_timeout}
 
 
-class Worker:
+class Worker(Consumer):
     def __init__(
         self,
         db: Database,
@@ -60,31 +60,16 @@ class Worker:
         config: WorkerConfig,
         on_final: Callable[[], None] = lambda: None,
     ) -> None:
+        super().__init__(db, config.poll_interval)
         self.on_final = on_final  # told after an outcome is committed, so callbacks go out at once
-        self.db = db
         self.vault = vault
         self.processor = processor
         self.config = config
         self.owner = f"worker-{uuid.uuid4().hex[:12]}"
-        self.wakeup = asyncio.Event()
-
-    def wake(self) -> None:
-        self.wakeup.set()
 
     async def run(self, stop: asyncio.Event) -> None:
         log.info("worker started", extra={"worker": self.owner})
-        while not stop.is_set():
-            try:
-                claimed = await self.db.write(self._claim)
-            except Exception:
-                log.exception("claiming jobs failed")
-                claimed = []
-            if claimed:
-                await asyncio.gather(*(self._run_job(job) for job in claimed))
-                continue
-            self.wakeup.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.wakeup.wait(), self.config.poll_interval)
+        await self.consume(stop, self._claim, self._run_job)
 
     def _claim(self, conn: Connection) -> list[Job]:
         return job_queue.claim(conn, self.owner, now_ms(), int(self.config.lease_seconds * 1000), _BATCH)

@@ -1,0 +1,48 @@
+"""The loop every queue consumer runs: claim a batch, handle it, or sleep until woken or the next poll."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
+
+from sqlalchemy import Connection
+
+from kassa.storage.database import Database
+
+T = TypeVar("T")
+log = logging.getLogger("kassa.engine")
+
+
+class Consumer:
+    """Claims work with ``claim`` (a unit of work) and handles each claimed item concurrently."""
+
+    def __init__(self, db: Database, poll_interval: float) -> None:
+        self.db = db
+        self.poll_interval = poll_interval
+        self.wakeup = asyncio.Event()
+
+    def wake(self) -> None:
+        """New work was committed in this process: look now rather than at the next poll."""
+        self.wakeup.set()
+
+    async def consume(
+        self,
+        stop: asyncio.Event,
+        claim: Callable[[Connection], Sequence[T]],
+        handle: Callable[[T], Awaitable[None]],
+    ) -> None:
+        while not stop.is_set():
+            try:
+                claimed = await self.db.write(claim)
+            except Exception:
+                log.exception("claiming work failed")
+                claimed = []
+            if claimed:
+                await asyncio.gather(*(handle(item) for item in claimed))
+                continue
+            self.wakeup.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wakeup.wait(), self.poll_interval)
