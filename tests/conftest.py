@@ -2,35 +2,23 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
-import psycopg
 import pytest
 
+from tests.support.databases import fresh_postgres
 from tests.support.gateway import Gateway, Merchant, new_merchant
-
-POSTGRES_ADMIN_URL = os.environ.get("KASSA_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
-
-
-def _postgres_database() -> Iterator[str]:
-    name = f"kassa_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A fresh, empty database of the backend the test is parametrized with."""
     if request.param == "postgresql":
-        yield from _postgres_database()
+        with fresh_postgres() as url:
+            yield url
     else:
         yield f"sqlite:///{tmp_path / 'kassa.db'}"
 
@@ -54,15 +42,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def shared_gateway(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     """One running gateway per backend for the whole session; tests keep apart by using their own merchants."""
     data_dir = tmp_path_factory.mktemp(f"gateway-{request.param}")
-    urls = _postgres_database() if request.param == "postgresql" else iter([f"sqlite:///{data_dir / 'kassa.db'}"])
-    url = next(urls)
-    gateway = Gateway(url, data_dir).start()
-    try:
+    with ExitStack() as stack:
+        url = f"sqlite:///{data_dir / 'kassa.db'}"
+        if request.param == "postgresql":
+            url = stack.enter_context(fresh_postgres())
+        gateway = Gateway(url, data_dir).start()
+        stack.callback(gateway.stop)
         yield gateway
-    finally:
-        gateway.stop()
-        for _ in urls:
-            pass
 
 
 @pytest.fixture

@@ -23,12 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-import psycopg
 
+from tests.support.databases import fresh_postgres
 from tests.support.gateway import KASSA, Gateway, Merchant, free_port, new_merchant
 from tests.support.receiver import Receiver, running
-
-POSTGRES_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
 @dataclass
@@ -67,15 +65,9 @@ class Load:
 def database(backend: str, folder: Path) -> Iterator[str]:
     if backend == "sqlite":
         yield f"sqlite:///{folder / 'kassa.db'}"
-        return
-    name = f"kassa_crash_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    else:
+        with fresh_postgres("kassa_crash") as url:
+            yield url
 
 
 def run(rounds: int, backend: str, threads: int = 8) -> tuple[bool, str]:
