@@ -22,21 +22,42 @@ from kassa.runtime import Services, run_workers
 _SLASHES = re.compile(r"/{2,}")
 
 
-class CollapseSlashes:
-    """Widely used official clients send ``/api/v2//sale/7``; route it as ``/api/v2/sale/7``."""
+class OperationDispatch:
+    """The front of the application. A POST to an operation goes straight to the pipeline by a lookup
+    in the operation table (the hot path: no middleware stack, no route scan); everything else (pages,
+    the OpenAPI document, other methods, lifespan) goes to Starlette.
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+    Widely used official clients send ``/api/v2//sale/7``: doubled slashes are collapsed first."""
+
+    def __init__(self, fallback: ASGIApp, services: Services) -> None:
+        self.fallback = fallback
+        self.services = services
+        self.operations = {f"{services.settings.prefix}{op.path}": op for op in OPERATIONS}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and "//" in scope["path"]:
-            scope = dict(scope, path=_SLASHES.sub("/", scope["path"]))
-        await self.app(scope, receive, send)
+        if scope["type"] == "http":
+            if "//" in scope["path"]:
+                scope = dict(scope, path=_SLASHES.sub("/", scope["path"]))
+            found = self._operation(scope["path"]) if scope["method"] == "POST" else None
+            if found is not None:
+                op, endpoint_id = found
+                response = await handle(op, Request(scope, receive), self.services, endpoint_id)
+                await response(scope, receive, send)
+                return
+        await self.fallback(scope, receive, send)
+
+    def _operation(self, path: str) -> tuple[Operation, str] | None:
+        """``{prefix}{op.path}/{id}`` or ``{prefix}{op.path}/group/{id}``."""
+        base, _, endpoint_id = path.rpartition("/")
+        op = self.operations.get(base.removesuffix("/group"))
+        return (op, endpoint_id) if op is not None else None
 
 
 def _endpoint(op: Operation, services: Services) -> Callable[[Request], Awaitable[Response]]:
+    """The same operation as a Starlette route, for what the dispatch leaves to Starlette."""
+
     async def endpoint(request: Request) -> Response:
-        return await handle(op, request, services)
+        return await handle(op, request, services, request.path_params["endpoint_id"])
 
     return endpoint
 
@@ -68,4 +89,4 @@ def create_app(services: Services) -> ASGIApp:
             await workers
             services.db.close()
 
-    return CollapseSlashes(Starlette(routes=routes, lifespan=lifespan))
+    return OperationDispatch(Starlette(routes=routes, lifespan=lifespan), services)

@@ -46,12 +46,12 @@ class Exchange:
         return render(fields, classic=self.classic, status=error.http_status, headers=error.headers)
 
 
-async def handle(op: Operation, request: Request, services: Services) -> Response:
+async def handle(op: Operation, request: Request, services: Services, path_id: str) -> Response:
     exchange = Exchange(str(uuid.uuid4()))
     token = serial_var.set(exchange.serial)
     started = time.perf_counter()
     try:
-        response = await _run(op, request, services, exchange)
+        response = await _run(op, request, services, exchange, path_id)
     except ApiError as refusal:
         response = exchange.refusal(refusal)
     except Exception:
@@ -69,11 +69,10 @@ async def handle(op: Operation, request: Request, services: Services) -> Respons
     return response
 
 
-async def _run(op: Operation, request: Request, services: Services, exchange: Exchange) -> Response:
+async def _run(op: Operation, request: Request, services: Services, exchange: Exchange, path_id: str) -> Response:
     if op.handler is None:
         raise ApiError(Code.NOT_IMPLEMENTED, f"operation {op.code} is not implemented yet", http_status=501)
     json_asked = wants_json(request.headers.get("accept", ""))
-    path_id = request.path_params["endpoint_id"]
     endpoint = await _endpoint(services, path_id)
     if not json_asked and not (endpoint is not None and endpoint.speaks_classic):
         raise ApiError(Code.ACCEPT, "the Accept header must be application/vnd.pay+json")

@@ -59,12 +59,12 @@ def retry_later(conn: Connection, job: Job, owner: str, run_at_ms: int) -> None:
     )
 
 
+_INSERT_JOB = jobs.insert()
+
+
 def add(conn: Connection, kind: str, transaction_id: int, run_at_ms: int, now_ms: int) -> None:
-    conn.execute(
-        jobs.insert().values(
-            kind=kind, transaction_id=transaction_id, run_at_ms=run_at_ms, attempts=0, created_at_ms=now_ms
-        )
-    )
+    values = {"kind": kind, "transaction_id": transaction_id, "run_at_ms": run_at_ms, "attempts": 0}
+    conn.execute(_INSERT_JOB, {**values, "created_at_ms": now_ms})
 
 
 def exists(conn: Connection, transaction_id: int, kind: str) -> bool:
