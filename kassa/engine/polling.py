@@ -41,7 +41,10 @@ class Consumer:
                 log.exception("claiming work failed")
                 claimed = []
             if claimed:
-                await asyncio.gather(*(handle(item) for item in claimed))
+                outcomes = await asyncio.gather(*(handle(item) for item in claimed), return_exceptions=True)
+                for failure in (o for o in outcomes if isinstance(o, Exception)):
+                    # The item stays leased and runs again when its lease ends; this loop must go on.
+                    log.error("handling claimed work failed", exc_info=failure)
                 continue
             self.wakeup.clear()
             with contextlib.suppress(TimeoutError):

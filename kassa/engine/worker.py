@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
-from kassa.domain.lifecycle import Stage, TxType
+from kassa.domain.lifecycle import Stage, TxType, is_final
 from kassa.engine import threeds
 from kassa.engine.polling import Consumer
 from kassa.engine.processor import AuthorizationRequest, CardDetails, Processor
@@ -46,6 +46,11 @@ class WorkerConfig:
 
 
 Timer = Callable[[Connection, int, int], None]
+
+
+def _nothing_left(_conn: Connection, _transaction_id: int, _now_ms: int) -> None:
+    return None
+
 
 # Jobs that are a deadline rather than work for the processor.
 TIMERS: dict[str, Timer] = {"method_timeout": threeds.method_timeout, "session_timeout": threeds.session_timeout}
@@ -88,6 +93,9 @@ class Worker(Consumer):
             self.on_final()
             return
         work = await self.db.read(lambda conn: order_store.load_authorization(conn, job.transaction_id))
+        if is_final(Stage(work.transaction["stage"])):  # a job left behind by a crash after the outcome
+            await self.db.write(lambda conn: self._fenced(conn, job, _nothing_left))
+            return
         request = self._request(work)
         if job.kind == "reconcile":
             outcome = await self.processor.reconcile(request)

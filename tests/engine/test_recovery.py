@@ -7,6 +7,9 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
+import sqlalchemy
+
+from kassa.storage.database import sqlalchemy_url
 from tests.support.gateway import Gateway, new_merchant
 
 
@@ -51,3 +54,27 @@ def test_job_of_a_worker_killed_mid_authorization_runs_again_after_its_lease(
     final = merchant.wait_final(accepted["paynet-order-id"])
     assert final["status"] == "approved"
     assert processed_orders(slow.log_text(), restarted.log_text()) == Counter({int(accepted["paynet-order-id"]): 1})
+
+
+def test_job_left_for_a_transaction_already_final_is_dropped_without_touching_it(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    gateway = gateway_factory()
+    merchant = new_merchant(gateway, "leftover")
+    order = merchant.sale("left-1").json()["paynet-order-id"]
+    before = merchant.wait_final(order)
+    engine = sqlalchemy.create_engine(sqlalchemy_url(gateway.database_url))
+    with engine.begin() as conn:  # as if a crash came between recording the outcome and deleting the job
+        conn.exec_driver_sql(
+            "INSERT INTO jobs (kind, transaction_id, run_at_ms, attempts, created_at_ms) "
+            f"SELECT 'process', id, 0, 0, 0 FROM transactions WHERE order_id = {int(order)}"
+        )
+    deadline = time.monotonic() + 10
+    remaining = 1
+    while remaining and time.monotonic() < deadline:
+        with engine.connect() as conn:
+            remaining = conn.exec_driver_sql("SELECT COUNT(*) FROM jobs").scalar_one()
+        time.sleep(0.05)
+    engine.dispose()
+    assert remaining == 0
+    assert merchant.status(orderid=order).json() | {"serial-number": ""} == before | {"serial-number": ""}
