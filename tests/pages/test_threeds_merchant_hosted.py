@@ -4,6 +4,7 @@ status and the three upload operations. The test plays the browser with an HTTP 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from html.parser import HTMLParser
 
@@ -165,3 +166,18 @@ def test_abandoned_challenge_is_declined_at_session_expiry_and_its_cvv_deleted(
     final = merchant.wait_final(order)
     assert (final["status"], final["error-code"]) == ("declined", "100")
     assert _stored_cvvs(gateway) == []
+
+
+def test_method_step_without_a_result_goes_on_after_ten_seconds_as_not_completed(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    gateway = gateway_factory()
+    merchant = new_merchant(gateway, "silent")
+    order = merchant.sale("si-1", cvv2="323").json()["paynet-order-id"]
+    assert merchant.wait_stage(order, leaving="sale_processing")["order-stage"] == "sale_3d_method"
+    started = time.monotonic()
+    final = merchant.wait_final(order, timeout=20)
+    assert final["status"] == "approved"
+    assert time.monotonic() - started >= 9  # nobody uploaded a Method result: the 10 s rule moved it on
+    [tx] = gateway.cli("order", "show", order)["transactions"]
+    assert (tx["three_ds"]["comp_ind"], tx["three_ds"]["trans_status"]) == ("N", "Y")
