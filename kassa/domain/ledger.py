@@ -45,6 +45,10 @@ def _move(source: Account, target: Account, amount: int) -> Posting:
     return [(source, -amount), (target, amount)] if amount else []
 
 
+# Postings that move money already on the order's accounts, and so depend on its balances.
+NEEDS_BALANCES = frozenset({TxType.CAPTURE, TxType.CANCEL, TxType.VOID, TxType.REVERSAL})
+
+
 def on_approved(tx_type: TxType, amount: int, balances: Balances, *, multi_capture: bool) -> Posting:
     """The posting for a transaction of ``tx_type`` that just became approved."""
     match tx_type:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Connection, Insert, RowMapping, delete, func, insert, select, update
+from sqlalchemy import Connection, Insert, RowMapping, Select, bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from kassa.domain import ledger
@@ -183,6 +184,23 @@ class OrderSnapshot:
         return OrderState(TxType(self.order["tx_type"]), self.order["amount"], False, records)
 
 
+def _order_query(by_id: bool, by_client_orderid: bool) -> Select[Any]:
+    query = select(orders).where(orders.c.endpoint_id.in_(bindparam("endpoint_ids", expanding=True)))
+    if by_id:
+        query = query.where(orders.c.id == bindparam("order_id"))
+    if by_client_orderid:
+        query = query.where(orders.c.client_orderid == bindparam("client_orderid"))
+    return query.limit(1)
+
+
+# Built once (status runs them on every call): the compiled form is reused.
+_ORDER_QUERIES = {(i, c): _order_query(i, c) for i in (True, False) for c in (True, False)}
+_TRANSACTIONS_OF = (
+    select(transactions).where(transactions.c.order_id == bindparam("order_id")).order_by(transactions.c.id)
+)
+_CARD = select(cards).where(cards.c.id == bindparam("card_id"))
+
+
 def find_order(
     conn: Connection,
     endpoint_ids: Sequence[int],
@@ -190,22 +208,15 @@ def find_order(
     client_orderid: str | None,
 ) -> OrderSnapshot | None:
     """The order named by id or by ``client_orderid``, when it was made on one of ``endpoint_ids``."""
-    query = select(orders).where(orders.c.endpoint_id.in_(endpoint_ids))
-    if order_id is not None:
-        query = query.where(orders.c.id == order_id)
-    if client_orderid is not None:
-        query = query.where(orders.c.client_orderid == client_orderid)
-    order = conn.execute(query.limit(1)).mappings().first()
+    query = _ORDER_QUERIES[(order_id is not None, client_orderid is not None)]
+    params = {"endpoint_ids": list(endpoint_ids), "order_id": order_id, "client_orderid": client_orderid}
+    order = conn.execute(query, params).mappings().first()
     if order is None:
         return None
-    txs = (
-        conn.execute(select(transactions).where(transactions.c.order_id == order["id"]).order_by(transactions.c.id))
-        .mappings()
-        .all()
-    )
+    txs = conn.execute(_TRANSACTIONS_OF, {"order_id": order["id"]}).mappings().all()
     card = None
     if order["card_id"] is not None:
-        card = conn.execute(select(cards).where(cards.c.id == order["card_id"])).mappings().first()
+        card = conn.execute(_CARD, {"card_id": order["card_id"]}).mappings().first()
     return OrderSnapshot(order, txs, card)
 
 
@@ -315,6 +326,8 @@ def transaction(conn: Connection, transaction_id: int) -> RowMapping:
 
 
 def _enqueue_callbacks(conn: Connection, order: RowMapping, transaction_id: int, now_ms: int) -> None:
+    if not (order["server_callback_url"] or order["notify_url"]):
+        return
     tx = conn.execute(select(transactions).where(transactions.c.id == transaction_id)).mappings().one()
     callback_store.enqueue(conn, order, tx, now_ms, starts_order=tx["tx_type"] == order["tx_type"])
 
@@ -322,9 +335,12 @@ def _enqueue_callbacks(conn: Connection, order: RowMapping, transaction_id: int,
 def _post_approved(
     conn: Connection, order: RowMapping, transaction_id: int, tx_type: TxType, amount: int, now_ms: int
 ) -> None:
-    posting = ledger.on_approved(
-        tx_type, amount, ledger_store.order_balances(conn, order["id"]), multi_capture=multi_capture_of(conn, order)
-    )
+    if tx_type in ledger.NEEDS_BALANCES:
+        balances = ledger_store.order_balances(conn, order["id"])
+        multi_capture = multi_capture_of(conn, order)
+    else:  # a sale or preauth only brings money in: no need to read the order's accounts
+        balances, multi_capture = ledger.Balances(), False
+    posting = ledger.on_approved(tx_type, amount, balances, multi_capture=multi_capture)
     ledger_store.post(conn, order, transaction_id, posting, now_ms)
 
 
