@@ -183,6 +183,29 @@ METHOD = """## What is measured
 - The machine is a VM: runs on an idle machine still vary by about ±20% from one run to the next
   (the ceiling too), so compare the *vs ceiling* ratios rather than raw numbers across runs.
 
+## Where the time goes (profiles, 2026-11-22)
+
+Profiled with py-spy (`--gil`, samples while holding the interpreter lock) under the sale and status
+runs. The server process is CPU-bound in every Kassa scenario; neither the database nor wrk is.
+
+- **Sale, SQLite**: the writer thread that group-commits all writes held the lock about 75% of the
+  time. Before the first optimisation half of that was SQLAlchemy rebuilding cache keys for
+  `insert(t).values(...)` built per call; statements are now built once and executed with parameters
+  (595 -> 1,030 sales/s). What is left is SQLAlchemy's per-statement execution (about 60-100 µs each)
+  times the statements of a sale: 5 to accept it, about 10 more in the job worker of the same process
+  (claim, load, record outcome with its ledger posting, delete the CVV and the job).
+- **Status**: the request path itself (uvicorn, parsing, validation, signature) costs about 0.1 ms (an
+  early refusal runs at ~8k req/s); the read costs the rest: the hop to the reader thread pool and three
+  point queries through SQLAlchemy. Operation POSTs now bypass Starlette's middleware and route scan.
+- **Sale, PostgreSQL**: about 9 commits per sale end to end (1 to accept, the rest in the worker), each
+  a round trip; PostgreSQL's backends use 0.4-0.55 of a core.
+
+The targets of issue 6 (sale at least 0.5 and status 0.7 of the ceiling) need a leaner storage path: fewer
+statements per sale (one multi-row write for card, order, transaction, secret and job), the worker
+batching outcomes, reads of point lookups without a thread hop, and PostgreSQL through asyncpg. The
+storage runner (`kassa/storage/database.py`) is the seam where that can happen without touching the
+domain or the API.
+
 ## How to reproduce
 
 ```
