@@ -7,6 +7,8 @@ import itertools
 import time
 from collections.abc import Callable
 
+import pytest
+
 from tests.support.gateway import Gateway, free_port, new_merchant, sha1
 from tests.support.operations import approved_order, final, preauth, refund
 from tests.support.receiver import Receiver, running
@@ -164,3 +166,20 @@ def test_operator_redelivers_a_delivered_callback(gateway_factory: Callable[...,
         order = receiver.received[0].query["orderid"]
         assert gateway.cli("callbacks", "redeliver", "--order", order) == {"requeued": 1}
         assert len(receiver.wait_for(2)) == 2
+
+
+@pytest.mark.backends("postgresql")
+def test_two_gateways_on_one_database_deliver_each_callback_once(gateway_factory: Callable[..., Gateway]) -> None:
+    first, second = gateway_factory(), gateway_factory()
+    merchant = new_merchant(first, "two-dispatchers")
+    with running(Receiver(free_port())) as receiver:
+        orders = [
+            merchant.sale(f"once-{n}", server_callback_url=receiver.url).json()["paynet-order-id"] for n in range(40)
+        ]
+        received = receiver.wait_for(40)
+        time.sleep(1.0)  # a second delivery, if any, would arrive now
+    assert sorted(r.query["orderid"] for r in receiver.received) == sorted(orders)
+    assert len(received) == 40
+    listed = second.cli("callbacks", "list")
+    assert sorted(str(c["order"]) for c in listed) == sorted(orders)
+    assert [len(c["attempts"]) for c in listed] == [1] * 40
