@@ -15,14 +15,16 @@ from typing import Any
 
 import orjson
 
+from kassa.domain import cards
+
 serial_var: contextvars.ContextVar[str | None] = contextvars.ContextVar("serial", default=None)
 
-_PAN_LIKE = re.compile(r"(?<!\d)(\d{6})\d{2,9}(\d{4})(?!\d)")
+_PAN_LIKE = re.compile(r"(?<!\d)\d{12,19}(?!\d)")
 _STANDARD_ATTRS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None)).keys()) | {"message"}
 
 
 def mask_pans(text: str) -> str:
-    return _PAN_LIKE.sub(lambda m: f"{m.group(1)}******{m.group(2)}", text)
+    return _PAN_LIKE.sub(lambda m: cards.mask_pan(m.group(0)), text)
 
 
 class JsonFormatter(logging.Formatter):

@@ -65,13 +65,6 @@ def parse_amount(text: str, cur: Currency) -> int:
     return int(integer + fraction.ljust(cur.exponent, "0"))
 
 
-def require_positive(minor: int) -> int:
-    """Zero is a valid amount in general (e.g. balances) but not for a charge."""
-    if minor <= 0:
-        raise AmountError("must be greater than zero")
-    return minor
-
-
 def format_amount(minor: int, cur: Currency) -> str:
     """Inverse of parse_amount; always prints every minor digit so output is stable for signatures."""
     sign = "-" if minor < 0 else ""
@@ -80,8 +73,3 @@ def format_amount(minor: int, cur: Currency) -> str:
         return sign + digits
     digits = digits.rjust(cur.exponent + 1, "0")
     return f"{sign}{digits[: -cur.exponent]}.{digits[-cur.exponent :]}"
-
-
-def minor_units_text(minor: int) -> str:
-    """Signature formulas hash the integer form, which is unambiguous across currencies."""
-    return str(minor)

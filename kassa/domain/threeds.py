@@ -32,10 +32,6 @@ class ThreeDSPath(StrEnum):
     def has_method(self) -> bool:
         return self in (ThreeDSPath.METHOD_FRICTIONLESS, ThreeDSPath.METHOD_CHALLENGE)
 
-    @property
-    def challenges(self) -> bool:
-        return self in (ThreeDSPath.CHALLENGE, ThreeDSPath.CHALLENGE_1, ThreeDSPath.METHOD_CHALLENGE)
-
 
 class MessageError(ValueError):
     pass

@@ -6,9 +6,7 @@ from kassa.domain.money import (
     Currency,
     currency,
     format_amount,
-    minor_units_text,
     parse_amount,
-    require_positive,
 )
 
 USD = currency("USD")
@@ -157,16 +155,6 @@ def test_leading_zeros_count_towards_integer_digit_limit() -> None:
         parse_amount("0" * 16, USD)
 
 
-def test_require_positive_returns_positive_amount() -> None:
-    assert require_positive(1) == 1
-
-
-@pytest.mark.parametrize("minor", [0, -1])
-def test_require_positive_refuses_zero_and_negative(minor: int) -> None:
-    with pytest.raises(AmountError, match="greater than zero"):
-        require_positive(minor)
-
-
 @pytest.mark.parametrize(
     ("minor", "cur", "text"),
     [
@@ -190,8 +178,3 @@ def test_format_amount_prints_every_minor_digit(minor: int, cur: Currency, text:
 @pytest.mark.parametrize("minor", [0, 1, 9, 10, 99, 100, 101, 1042, 123456789])
 def test_format_amount_round_trips_through_parse_amount(minor: int, cur: Currency) -> None:
     assert parse_amount(format_amount(minor, cur), cur) == minor
-
-
-def test_minor_units_text_is_the_plain_integer() -> None:
-    assert minor_units_text(1042) == "1042"
-    assert minor_units_text(0) == "0"
