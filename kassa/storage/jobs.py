@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, delete, select, update
+from sqlalchemy import Connection, bindparam, delete, select, update
 
 from kassa.storage.tables import jobs
 
@@ -38,17 +38,22 @@ def claim(conn: Connection, owner: str, now_ms: int, lease_ms: int, limit: int) 
     return [Job(r.id, r.kind, r.transaction_id, r.attempts) for r in rows]
 
 
+_HELD = (
+    select(jobs.c.id)
+    .where(jobs.c.id == bindparam("job_id"), jobs.c.lease_owner == bindparam("owner"))
+    .with_for_update()
+)
+_FINISH = delete(jobs).where(jobs.c.id == bindparam("job_id"))
+
+
 def still_held(conn: Connection, job: Job, owner: str) -> bool:
     """Locks the job row and tells whether this worker's lease still holds (a fence against a worker
     that stalled past its lease while another took the job over)."""
-    held = conn.execute(
-        select(jobs.c.id).where(jobs.c.id == job.id, jobs.c.lease_owner == owner).with_for_update()
-    ).first()
-    return held is not None
+    return conn.execute(_HELD, {"job_id": job.id, "owner": owner}).first() is not None
 
 
 def finish(conn: Connection, job: Job) -> None:
-    conn.execute(delete(jobs).where(jobs.c.id == job.id))
+    conn.execute(_FINISH, {"job_id": job.id})
 
 
 def retry_later(conn: Connection, job: Job, owner: str, run_at_ms: int) -> None:

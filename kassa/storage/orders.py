@@ -230,15 +230,33 @@ class AuthorizationWork:
     cvv_ciphertext: bytes | None
 
 
+_TRANSACTION = select(transactions).where(transactions.c.id == bindparam("tx_id"))
+_ORDER = select(orders).where(orders.c.id == bindparam("order_id"))
+_LOCKED_ORDER = _ORDER.with_for_update()
+_SECRET = select(transient_secrets.c.cvv_ciphertext).where(transient_secrets.c.transaction_id == bindparam("tx_id"))
+_FORGET_SECRET = delete(transient_secrets).where(transient_secrets.c.transaction_id == bindparam("tx_id"))
+_RECORD = (
+    update(transactions)
+    .where(transactions.c.id == bindparam("tx_id"))
+    .values(
+        stage=bindparam("new_stage"),
+        error_code=bindparam("new_error_code"),
+        error_message=bindparam("new_error_message"),
+        approval_code=bindparam("new_approval_code"),
+        processor_rrn=bindparam("new_processor_rrn"),
+        processor_tx_id=bindparam("new_processor_tx_id"),
+        updated_at_ms=bindparam("now_ms"),
+    )
+)
+
+
 def load_authorization(conn: Connection, transaction_id: int) -> AuthorizationWork:
-    tx = conn.execute(select(transactions).where(transactions.c.id == transaction_id)).mappings().one()
-    order = conn.execute(select(orders).where(orders.c.id == tx["order_id"])).mappings().one()
+    tx = conn.execute(_TRANSACTION, {"tx_id": transaction_id}).mappings().one()
+    order = conn.execute(_ORDER, {"order_id": tx["order_id"]}).mappings().one()
     card = None
     if order["card_id"] is not None:
-        card = conn.execute(select(cards).where(cards.c.id == order["card_id"])).mappings().one()
-    cvv = conn.execute(
-        select(transient_secrets.c.cvv_ciphertext).where(transient_secrets.c.transaction_id == transaction_id)
-    ).scalar()
+        card = conn.execute(_CARD, {"card_id": order["card_id"]}).mappings().one()
+    cvv = conn.execute(_SECRET, {"tx_id": transaction_id}).scalar()
     return AuthorizationWork(tx, order, card, cvv)
 
 
@@ -255,25 +273,23 @@ class Outcome:
 def record_outcome(conn: Connection, transaction_id: int, outcome: Outcome, now_ms: int) -> None:
     """Moves the transaction to the processor's outcome (as the transition table allows), posts its money
     movement to the ledger when approved, and forgets its CVV, whatever the outcome."""
-    tx = conn.execute(select(transactions).where(transactions.c.id == transaction_id)).mappings().one()
+    tx = conn.execute(_TRANSACTION, {"tx_id": transaction_id}).mappings().one()
     order = lock_order(conn, tx["order_id"])
     stage = advance(Stage(tx["stage"]), outcome.stage)
-    conn.execute(
-        update(transactions)
-        .where(transactions.c.id == transaction_id)
-        .values(
-            stage=stage.value,
-            error_code=outcome.error_code,
-            error_message=outcome.error_message,
-            approval_code=outcome.approval_code or tx["approval_code"],
-            processor_rrn=outcome.processor_rrn or tx["processor_rrn"],
-            processor_tx_id=outcome.processor_tx_id or tx["processor_tx_id"],
-            updated_at_ms=now_ms,
-        )
-    )
+    recorded = {
+        "tx_id": transaction_id,
+        "new_stage": stage.value,
+        "new_error_code": outcome.error_code,
+        "new_error_message": outcome.error_message,
+        "new_approval_code": outcome.approval_code or tx["approval_code"],
+        "new_processor_rrn": outcome.processor_rrn or tx["processor_rrn"],
+        "new_processor_tx_id": outcome.processor_tx_id or tx["processor_tx_id"],
+        "now_ms": now_ms,
+    }
+    conn.execute(_RECORD, recorded)
     if stage is Stage.APPROVED:
         _post_approved(conn, order, transaction_id, TxType(tx["tx_type"]), tx["amount"], now_ms)
-    conn.execute(delete(transient_secrets).where(transient_secrets.c.transaction_id == transaction_id))
+    conn.execute(_FORGET_SECRET, {"tx_id": transaction_id})
     if is_final(stage):
         _enqueue_callbacks(conn, order, transaction_id, now_ms)
 
@@ -346,7 +362,7 @@ def _post_approved(
 
 def lock_order(conn: Connection, order_id: int) -> RowMapping:
     """The order row, locked until the end of the transaction: operations on one order are serialized."""
-    return conn.execute(select(orders).where(orders.c.id == order_id).with_for_update()).mappings().one()
+    return conn.execute(_LOCKED_ORDER, {"order_id": order_id}).mappings().one()
 
 
 def multi_capture_of(conn: Connection, order: RowMapping) -> bool:
