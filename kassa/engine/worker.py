@@ -66,7 +66,7 @@ class Worker(Consumer):
         on_final: Callable[[], None] = lambda: None,
     ) -> None:
         super().__init__(db, config.poll_interval)
-        self.on_final = on_final  # told after an outcome is committed, so callbacks go out at once
+        self.on_final = on_final  # told after callbacks are committed, so they go out at once
         self.vault = vault
         self.processor = processor
         self.config = config
@@ -103,8 +103,9 @@ class Worker(Consumer):
             if await self._authentication_pending(job, work, request):
                 return
             outcome = await self.processor.process(request)
-        recorded = await self.db.write(lambda conn: self._record(conn, job, outcome))
-        self.on_final()
+        recorded, callbacks = await self.db.write(lambda conn: self._record(conn, job, outcome))
+        if callbacks:
+            self.on_final()
         if recorded:
             log.info(
                 "transaction processed",
@@ -143,16 +144,17 @@ class Worker(Consumer):
             timer(conn, job.transaction_id, now_ms())
             job_queue.finish(conn, job)
 
-    def _record(self, conn: Connection, job: Job, outcome: Outcome) -> bool:
+    def _record(self, conn: Connection, job: Job, outcome: Outcome) -> tuple[bool, int]:
+        """Records the outcome while the lease holds; returns whether it did, and the callbacks it queued."""
         if not job_queue.still_held(conn, job, self.owner):
-            return False
+            return False, 0
         now = now_ms()
-        order_store.record_outcome(conn, job.transaction_id, outcome, now)
+        callbacks = order_store.record_outcome(conn, job.transaction_id, outcome, now)
         job_queue.finish(conn, job)
         if outcome.stage is Stage.UNKNOWN:
             reconcile_at = now + int(self.config.reconcile_delay_seconds * 1000)
             job_queue.add(conn, "reconcile", job.transaction_id, run_at_ms=reconcile_at, now_ms=now)
-        return True
+        return True, callbacks
 
     def _request(self, work: AuthorizationWork) -> AuthorizationRequest:
         tx, card = work.transaction, work.card
@@ -183,4 +185,6 @@ class Worker(Consumer):
             await self.db.write(lambda conn: job_queue.retry_later(conn, job, self.owner, retry_at))
             return
         failed = Outcome(Stage.ERROR, "500", "Processing failed")
-        await self.db.write(lambda conn: self._record(conn, job, failed))
+        _, callbacks = await self.db.write(lambda conn: self._record(conn, job, failed))
+        if callbacks:
+            self.on_final()

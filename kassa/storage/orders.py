@@ -270,9 +270,10 @@ class Outcome:
     processor_tx_id: str | None = None
 
 
-def record_outcome(conn: Connection, transaction_id: int, outcome: Outcome, now_ms: int) -> None:
+def record_outcome(conn: Connection, transaction_id: int, outcome: Outcome, now_ms: int) -> int:
     """Moves the transaction to the processor's outcome (as the transition table allows), posts its money
-    movement to the ledger when approved, and forgets its CVV, whatever the outcome."""
+    movement to the ledger when approved, and forgets its CVV, whatever the outcome. Returns how many
+    callbacks it queued."""
     tx = conn.execute(_TRANSACTION, {"tx_id": transaction_id}).mappings().one()
     order = lock_order(conn, tx["order_id"])
     stage = advance(Stage(tx["stage"]), outcome.stage)
@@ -290,8 +291,7 @@ def record_outcome(conn: Connection, transaction_id: int, outcome: Outcome, now_
     if stage is Stage.APPROVED:
         _post_approved(conn, order, transaction_id, TxType(tx["tx_type"]), tx["amount"], now_ms)
     conn.execute(_FORGET_SECRET, {"tx_id": transaction_id})
-    if is_final(stage):
-        _enqueue_callbacks(conn, order, transaction_id, now_ms)
+    return _enqueue_callbacks(conn, order, transaction_id, now_ms) if is_final(stage) else 0
 
 
 def attach_card(
@@ -341,11 +341,11 @@ def transaction(conn: Connection, transaction_id: int) -> RowMapping:
     return conn.execute(select(transactions).where(transactions.c.id == transaction_id)).mappings().one()
 
 
-def _enqueue_callbacks(conn: Connection, order: RowMapping, transaction_id: int, now_ms: int) -> None:
+def _enqueue_callbacks(conn: Connection, order: RowMapping, transaction_id: int, now_ms: int) -> int:
     if not (order["server_callback_url"] or order["notify_url"]):
-        return
-    tx = conn.execute(select(transactions).where(transactions.c.id == transaction_id)).mappings().one()
-    callback_store.enqueue(conn, order, tx, now_ms, starts_order=tx["tx_type"] == order["tx_type"])
+        return 0
+    tx = conn.execute(_TRANSACTION, {"tx_id": transaction_id}).mappings().one()
+    return callback_store.enqueue(conn, order, tx, now_ms, starts_order=tx["tx_type"] == order["tx_type"])
 
 
 def _post_approved(
