@@ -4,8 +4,9 @@ A *unit* is a plain function ``fn(conn) -> T`` of SQLAlchemy Core statements. ``
 transaction and resolves only after the commit is durable; ``read`` runs it on a snapshot.
 
 SQLite allows one writer at a time, so every write goes through one writer thread that commits many
-units in one transaction (group commit), each unit inside its own savepoint so a failing unit rolls back
-alone. Measured here, that beats a pool of writer connections by 2x in throughput and by far in p99.
+units in one transaction (group commit); when a unit fails, the batch runs again with a savepoint per
+unit, so the failing unit rolls back alone. Measured here, that beats a pool of writer connections by 2x
+in throughput and by far in p99. Units may therefore run twice: they touch nothing but the database.
 PostgreSQL takes concurrent writers, so each unit gets its own transaction from a small pool.
 """
 
@@ -105,6 +106,18 @@ class SqliteDatabase(Database):
             self._commit_batch(batch)
 
     def _commit_batch(self, batch: list[_Pending]) -> None:
+        """Commits the batch in one transaction. Units rarely fail, so they first run without savepoints
+        (two statements fewer each); if any fails, the whole transaction is rolled back and the batch runs
+        again with a savepoint per unit, so the failing unit alone is refused."""
+        try:
+            with self.writer_engine.begin() as conn:
+                outcomes = [(True, pending.unit(conn)) for pending in batch]
+        except Exception:
+            outcomes = self._commit_isolated(batch)
+        for pending, (ok, value) in zip(batch, outcomes, strict=True):
+            pending.loop.call_soon_threadsafe(_settle, pending.future, ok, value)
+
+    def _commit_isolated(self, batch: list[_Pending]) -> list[tuple[bool, Any]]:
         outcomes: list[tuple[bool, Any]] = []
         try:
             with self.writer_engine.begin() as conn:
@@ -112,8 +125,7 @@ class SqliteDatabase(Database):
                     outcomes.append(_run_in_savepoint(conn, pending.unit))
         except BaseException as exc:  # the commit itself failed: no unit of the batch is durable
             outcomes = [(False, exc)] * len(batch)
-        for pending, (ok, value) in zip(batch, outcomes, strict=True):
-            pending.loop.call_soon_threadsafe(_settle, pending.future, ok, value)
+        return outcomes
 
 
 def _run_in_savepoint(conn: Connection, unit: Unit[Any]) -> tuple[bool, Any]:
