@@ -21,21 +21,27 @@ class Job:
     attempts: int
 
 
-def claim(conn: Connection, owner: str, now_ms: int, lease_ms: int, limit: int) -> list[Job]:
-    due = (
-        select(jobs.c.id)
-        .where(jobs.c.run_at_ms <= now_ms, (jobs.c.lease_until_ms.is_(None)) | (jobs.c.lease_until_ms < now_ms))
-        .order_by(jobs.c.run_at_ms, jobs.c.id)
-        .limit(limit)
-        .with_for_update(skip_locked=True)
+_DUE = (
+    select(jobs.c.id)
+    .where(
+        jobs.c.run_at_ms <= bindparam("now_ms"),
+        jobs.c.lease_until_ms.is_(None) | (jobs.c.lease_until_ms < bindparam("now_ms")),
     )
-    rows = conn.execute(
-        update(jobs)
-        .where(jobs.c.id.in_(due.scalar_subquery()))
-        .values(lease_owner=owner, lease_until_ms=now_ms + lease_ms, attempts=jobs.c.attempts + 1)
-        .returning(jobs.c.id, jobs.c.kind, jobs.c.transaction_id, jobs.c.attempts)
-    ).all()
-    return [Job(r.id, r.kind, r.transaction_id, r.attempts) for r in rows]
+    .order_by(jobs.c.run_at_ms, jobs.c.id)
+    .limit(bindparam("batch"))
+    .with_for_update(skip_locked=True)
+)
+_CLAIM = (
+    update(jobs)
+    .where(jobs.c.id.in_(_DUE.scalar_subquery()))
+    .values(lease_owner=bindparam("owner"), lease_until_ms=bindparam("until_ms"), attempts=jobs.c.attempts + 1)
+    .returning(jobs.c.id, jobs.c.kind, jobs.c.transaction_id, jobs.c.attempts)
+)
+
+
+def claim(conn: Connection, owner: str, now_ms: int, lease_ms: int, limit: int) -> list[Job]:
+    params = {"now_ms": now_ms, "batch": limit, "owner": owner, "until_ms": now_ms + lease_ms}
+    return [Job(r.id, r.kind, r.transaction_id, r.attempts) for r in conn.execute(_CLAIM, params).all()]
 
 
 _HELD = (

@@ -14,6 +14,8 @@ from kassa.domain.lifecycle import Stage, TxType
 from kassa.domain.orders import MONEY_IN
 from kassa.storage.tables import endpoints, ledger_entries, orders, transactions
 
+_INSERT_ENTRY = insert(ledger_entries)
+
 
 def post(conn: Connection, order: RowMapping, transaction_id: int | None, posting: Posting, now_ms: int) -> None:
     if not posting:
@@ -21,7 +23,7 @@ def post(conn: Connection, order: RowMapping, transaction_id: int | None, postin
     assert sum(delta for _, delta in posting) == 0, "a posting must balance"
     posting_id = str(uuid.uuid4())
     conn.execute(
-        insert(ledger_entries),
+        _INSERT_ENTRY,
         [
             {
                 "merchant_id": order["merchant_id"],
