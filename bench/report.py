@@ -191,9 +191,14 @@ runs. The server process is CPU-bound in every Kassa scenario; neither the datab
 - **Sale, SQLite**: the writer thread that group-commits all writes held the lock about 75% of the
   time. Before the first optimisation half of that was SQLAlchemy rebuilding cache keys for
   `insert(t).values(...)` built per call; statements are now built once and executed with parameters
-  (595 -> 1,030 sales/s). What is left is SQLAlchemy's per-statement execution (about 60-100 µs each)
-  times the statements of a sale: 5 to accept it, about 10 more in the job worker of the same process
-  (claim, load, record outcome with its ledger posting, delete the CVV and the job).
+  (595 -> 1,030 sales/s in short runs). The callback dispatcher then showed at 20%: it was woken, and
+  claimed through the writer, after every outcome, callbacks or not; it is now woken only when an
+  outcome queued callbacks (-> 1,243). Group commit now runs units without savepoints and replays the
+  batch with a savepoint per unit only when one fails (-> 1,465). What is left is SQLAlchemy's
+  per-statement execution (about 60-100 µs each) times the statements of a sale: 5 to accept it, about
+  10 more in the job worker of the same process (claim, load, record outcome with its ledger posting,
+  delete the CVV and the job). In 10-second runs the worker falls behind the API and both queue on the
+  one writer, hence lower figures than in 3-second runs.
 - **Status**: the request path itself (uvicorn, parsing, validation, signature) costs about 0.1 ms (an
   early refusal runs at ~8k req/s); the read costs the rest: the hop to the reader thread pool and three
   point queries through SQLAlchemy. Operation POSTs now bypass Starlette's middleware and route scan.
