@@ -199,8 +199,8 @@ runs. The server process is CPU-bound in every Kassa scenario; neither the datab
   batch with a savepoint per unit only when one fails (-> 1,465). What is left is SQLAlchemy's
   per-statement execution (about 60-100 µs each) times the statements of a sale: 5 to accept it, about
   10 more in the job worker of the same process (claim, load, record outcome with its ledger posting,
-  delete the CVV and the job). In 10-second runs the worker falls behind the API and both queue on the
-  one writer, hence lower figures than in 3-second runs.
+  delete the CVV and the job). The worker shares the one writer with the API; full runs of the same
+  code gave 1,027 and 1,651 sales/s on SQLite, so read single runs with care.
 - **Status**: the request path itself (uvicorn, parsing, validation, signature) costs about 0.1 ms (an
   early refusal runs at ~8k req/s); the read costs the rest: the hop to the reader thread pool and three
   point queries through SQLAlchemy. Operation POSTs now bypass Starlette's middleware and route scan.
