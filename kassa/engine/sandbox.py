@@ -44,7 +44,7 @@ class SandboxProcessor:
         if self._latency:
             await asyncio.sleep(self._latency)
         if request.tx_type in _FOLLOW_UPS:
-            return _approved(f"PNTEST-{request.order_id}", request.serial)
+            return _approved(processor_tx_id(request.order_id), request.serial)
         trigger, has_cvv = _trigger(request)
         return decide(trigger, has_cvv, request.order_id, request.serial)
 
@@ -56,7 +56,7 @@ class SandboxProcessor:
     async def reconcile(self, request: AuthorizationRequest) -> Outcome:
         """The sandbox acquirer settles every ``unknown`` to approved once asked (the delay before it
         is asked is the reconciliation job's schedule)."""
-        return _approved(f"PNTEST-{request.order_id}", request.serial)
+        return _approved(processor_tx_id(request.order_id), request.serial)
 
 
 def _trigger(request: AuthorizationRequest) -> tuple[str, bool]:
@@ -67,7 +67,7 @@ def _trigger(request: AuthorizationRequest) -> tuple[str, bool]:
 
 
 def decide(trigger: str, has_cvv: bool, order_id: int, serial: str) -> Outcome:
-    tx_id = f"PNTEST-{order_id}"
+    tx_id = processor_tx_id(order_id)
     # A 3-D Secure card reaches authorization only once its authentication allowed it.
     if trigger in _APPROVE or trigger in THREE_DS_PATHS or (not has_cvv and not _special(trigger)):
         return _approved(tx_id, serial)
@@ -79,6 +79,11 @@ def decide(trigger: str, has_cvv: bool, order_id: int, serial: str) -> Outcome:
         return Outcome(Stage.ERROR, "500", "Acquirer failure", processor_tx_id=tx_id)
     code = trigger if trigger in _DECLINE_TRIGGERS else "100"
     return _declined(code, DECLINES[code], tx_id)
+
+
+def processor_tx_id(order_id: int) -> str:
+    """The sandbox acquirer's transaction id (CONTRACT §9)."""
+    return f"PNTEST-{order_id}"
 
 
 def _special(trigger: str) -> bool:

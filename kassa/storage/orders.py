@@ -396,7 +396,6 @@ def add_transaction(
                 stage=stage.value,
                 amount=amount,
                 currency=order["currency"],
-                processor_tx_id=f"PNTEST-{order['id']}" if stage is Stage.APPROVED else None,
                 created_at_ms=now_ms,
                 updated_at_ms=now_ms,
             )
