@@ -14,6 +14,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 import httpx
 from sqlalchemy import Connection, select
 
+from kassa.clock import now_ms
 from kassa.domain.callbacks import retry_delay_ms, signed
 from kassa.engine import targets
 from kassa.engine.polling import Consumer
@@ -55,7 +56,7 @@ class CallbackDispatcher(Consumer):
             await self.consume(stop, self._claim, partial(self._deliver, client))
 
     def _claim(self, conn: Connection) -> list[Due]:
-        now = time.time_ns() // 1_000_000
+        now = now_ms()
         return store.claim(conn, self.owner, now, int(self.config.lease_seconds * 1000), _BATCH)
 
     async def _deliver(self, client: httpx.AsyncClient, due: Due) -> None:
@@ -83,7 +84,7 @@ class CallbackDispatcher(Consumer):
         )
 
     async def _attempt(self, client: httpx.AsyncClient, due: Due, url: str) -> Attempt:
-        at_ms = time.time_ns() // 1_000_000
+        at_ms = now_ms()
         started = time.perf_counter()
         status, error = None, None
         problem = await targets.refusal(due.url) if due.live else None

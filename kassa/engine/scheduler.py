@@ -6,8 +6,8 @@ import asyncio
 import contextlib
 import datetime
 import logging
-import time
 
+from kassa.clock import now_ms
 from kassa.storage import schedule
 from kassa.storage.database import Database
 from kassa.storage.settlement import expire_authorizations, settle
@@ -42,7 +42,7 @@ class Scheduler:
                 await asyncio.wait_for(stop.wait(), self.interval)
 
     async def tick(self) -> None:
-        now = time.time_ns() // 1_000_000
+        now = now_ms()
         following = next_cutoff(now, self.cutoff)
         if await self.db.write(lambda conn: schedule.claim_due(conn, "settlement", now, following)):
             count = await self.db.write(lambda conn: settle(conn, now))

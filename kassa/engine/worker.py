@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
+from kassa.clock import now_ms
 from kassa.domain.lifecycle import Stage, TxType, is_final
 from kassa.engine import threeds
 from kassa.engine.polling import Consumer
@@ -31,10 +31,6 @@ log = logging.getLogger("kassa.worker")
 
 _BATCH = 32
 _MAX_ATTEMPTS = 5
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,6 @@ import asyncio
 import datetime
 import secrets
 import signal
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -17,6 +16,7 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
 from kassa import logs
+from kassa.clock import now_ms
 from kassa.domain import money
 from kassa.domain.lifecycle import Stage, Status, TxType, order_stage, status_of
 from kassa.domain.merchants import Endpoint, Merchant, Mode
@@ -32,10 +32,6 @@ from kassa.storage.database import Database, open_database
 
 T = TypeVar("T")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @contextmanager
@@ -156,7 +152,7 @@ def merchant_create(login: str, control_key: str | None, classic: bool, as_json:
     """Create a merchant."""
     key = control_key or secrets.token_hex(16)
     created = _write(
-        lambda conn: merchant_store.create_merchant(conn, login, key, classic, _now_ms()), f"login {login} is taken"
+        lambda conn: merchant_store.create_merchant(conn, login, key, classic, now_ms()), f"login {login} is taken"
     )
     _emit(
         as_json,
@@ -242,7 +238,7 @@ def endpoint_create(
         spec = merchant_store.EndpointSpec(
             owner.id, code, Mode(mode), classic, descriptor, low, high, multi_capture, endpoint_id
         )
-        return merchant_store.load_endpoint(conn, merchant_store.create_endpoint(conn, spec, _now_ms()))
+        return merchant_store.load_endpoint(conn, merchant_store.create_endpoint(conn, spec, now_ms()))
 
     created = _write(create, f"endpoint id {endpoint_id} is taken")
     _emit(as_json, _endpoint_dict(created), [f"endpoint {created.id} ({code}, {mode}) created for {login}"])
@@ -282,7 +278,7 @@ def group_create(login: str, endpoints: str, as_json: bool) -> None:
 
     def create(conn: Connection) -> Endpoint:
         owner = merchant_store.merchant_by_login(conn, login)
-        group_id = merchant_store.create_group(conn, owner.id, member_ids, _now_ms())
+        group_id = merchant_store.create_group(conn, owner.id, member_ids, now_ms())
         return merchant_store.load_endpoint(conn, group_id)
 
     created = _write(create)
@@ -401,7 +397,7 @@ def order_list(login: str | None, status: str | None, limit: int, as_json: bool)
 @json_option
 def settle(endpoint_id: int | None, as_json: bool) -> None:
     """Settle approved sales and captures now (the scheduler does it at the daily cut-off)."""
-    count = _write(lambda conn: settlement.settle(conn, _now_ms(), endpoint_id))
+    count = _write(lambda conn: settlement.settle(conn, now_ms(), endpoint_id))
     _emit(as_json, {"settled_orders": count}, [f"{count} orders settled"])
 
 
@@ -492,7 +488,7 @@ def callbacks_redeliver(callback_id: int | None, order_id: int | None, as_json: 
     """Queue callbacks again, due now."""
     if (callback_id is None) == (order_id is None):
         raise click.UsageError("name one callback ID or --order N")
-    count = _write(lambda conn: callback_store.redeliver(conn, _now_ms(), callback_id, order_id))
+    count = _write(lambda conn: callback_store.redeliver(conn, now_ms(), callback_id, order_id))
     _emit(as_json, {"requeued": count}, [f"{count} callbacks queued again"])
 
 

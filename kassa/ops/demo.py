@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import secrets
-import time
 from dataclasses import dataclass
 
 import click
 from sqlalchemy import Connection
 
+from kassa.clock import now_ms
 from kassa.domain.merchants import Mode
 from kassa.settings import Settings
 from kassa.signing.control import control_of
@@ -34,7 +34,7 @@ def ensure(settings: Settings) -> Demo:
 
 
 def _ensure(conn: Connection) -> Demo:
-    now = time.time_ns() // 1_000_000
+    now = now_ms()
     try:
         merchant = merchant_store.merchant_by_login(conn, DEMO_LOGIN)
     except merchant_store.NotFound:

@@ -18,13 +18,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from kassa.api.pipeline import public_base
+from kassa.clock import now_ms
 from kassa.domain import money
 from kassa.domain import threeds as tds
 from kassa.engine import threeds
 from kassa.engine.threeds import NotWaiting
 from kassa.pages import urls
 from kassa.pages.rendering import render_page
-from kassa.pages.responses import form_fields, html, message, now_ms
+from kassa.pages.responses import form_fields, html, message
 from kassa.runtime import Services
 from kassa.storage import threeds as store
 from kassa.storage.threeds import BrowserContext

@@ -12,6 +12,7 @@ from starlette.responses import Response
 
 from kassa.api.handlers.payments import new_card
 from kassa.api.pipeline import public_base
+from kassa.clock import now_ms
 from kassa.domain import cards, money
 from kassa.domain import threeds as tds
 from kassa.domain.callbacks import callback_fields
@@ -21,7 +22,7 @@ from kassa.engine.threeds import METHOD_WAIT_MS, NotWaiting
 from kassa.pages import urls
 from kassa.pages.redirect import final_redirect
 from kassa.pages.rendering import render_page
-from kassa.pages.responses import form_fields, html, message, now_ms, see_other
+from kassa.pages.responses import form_fields, html, message, see_other
 from kassa.pages.steps import acs_request
 from kassa.runtime import Services
 from kassa.storage import orders as order_store

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
@@ -34,7 +32,3 @@ async def form_fields(request: Request) -> dict[str, str] | None:
     for name, value in pairs:
         fields.setdefault(name, value)
     return fields
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000

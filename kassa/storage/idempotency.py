@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, Connection, and_, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from kassa.clock import now_ms
 from kassa.storage.tables import idempotency_keys
 
 TTL_MS = 24 * 3600 * 1000
@@ -32,9 +32,9 @@ class Claim:
 
 
 def claim(conn: Connection, *, merchant_id: int, key: str, request_hash: str) -> Claim:
-    now_ms = time.time_ns() // 1_000_000
+    now = now_ms()
     row = conn.execute(select(idempotency_keys).where(_this(merchant_id, key))).mappings().first()
-    if row is not None and row["created_at_ms"] < now_ms - TTL_MS:
+    if row is not None and row["created_at_ms"] < now - TTL_MS:
         conn.execute(delete(idempotency_keys).where(_this(merchant_id, key)))
         row = None
     if row is None:
@@ -42,7 +42,7 @@ def claim(conn: Connection, *, merchant_id: int, key: str, request_hash: str) ->
             with conn.begin_nested():
                 conn.execute(
                     insert(idempotency_keys).values(
-                        merchant_id=merchant_id, key=key, request_hash=request_hash, created_at_ms=now_ms
+                        merchant_id=merchant_id, key=key, request_hash=request_hash, created_at_ms=now
                     )
                 )
         except IntegrityError:  # a concurrent request with this key claimed it first

@@ -8,7 +8,6 @@ on one node or many, and can never move more money than the rules allow.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,6 +16,7 @@ from sqlalchemy import Connection
 from kassa.api.context import OperationRequest, Reply
 from kassa.api.errors import ApiError, Code, field_error
 from kassa.api.handlers.common import async_reply
+from kassa.clock import now_ms
 from kassa.domain.lifecycle import Stage, TxType
 from kassa.domain.money import Currency
 from kassa.domain.orders import OrderRuleError, OrderState, Refusal, plan_capture, plan_return, plan_void
@@ -52,7 +52,7 @@ async def _follow_up(req: OperationRequest, plan: Plan) -> Reply:
     if amount is not None and "currency" not in values:
         raise field_error("currency", "is required with amount")
     endpoint_ids = req.endpoint.member_ids()
-    now_ms = time.time_ns() // 1_000_000
+    now = now_ms()
 
     def unit(conn: Connection) -> Added:
         found = order_store.order_for_merchant(conn, endpoint_ids, order_id)
@@ -66,7 +66,7 @@ async def _follow_up(req: OperationRequest, plan: Plan) -> Reply:
             tx_type, planned = plan(order_store.order_state(conn, order), amount)
         except OrderRuleError as refused:
             raise ApiError(_REFUSAL_CODES[refused.refusal], refused.message) from None
-        order_store.add_transaction(conn, order, tx_type, planned, req.serial, now_ms, stage=Stage.PROCESSING)
+        order_store.add_transaction(conn, order, tx_type, planned, req.serial, now, stage=Stage.PROCESSING)
         return Added(order["id"], order["endpoint_id"])
 
     added = await req.services.db.write(unit)

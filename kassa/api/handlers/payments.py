@@ -4,7 +4,6 @@ or as hosted forms (the card is then collected on the gateway's page)."""
 from __future__ import annotations
 
 import hashlib
-import time
 from typing import Any
 
 import orjson
@@ -12,6 +11,7 @@ import orjson
 from kassa.api.context import OperationRequest, Reply
 from kassa.api.errors import ApiError, Code, field_error
 from kassa.api.handlers.common import async_reply, serving_endpoint
+from kassa.clock import now_ms
 from kassa.domain import cards, money
 from kassa.domain.lifecycle import TxType
 from kassa.domain.money import Currency
@@ -100,7 +100,7 @@ def _new_order(req: OperationRequest, tx_type: TxType, endpoint_id: int, cur: Cu
         serial=req.serial,
         card=None if hosted else new_card(req.services.vault, req.merchant_id, values),
         cvv_ciphertext=None if hosted else req.services.vault.encrypt(values["cvv2"], cvv_context(req.serial)),
-        now_ms=time.time_ns() // 1_000_000,
+        now_ms=now_ms(),
         form_ttl_ms=int(settings.session_ttl_seconds * 1000) if hosted else None,
     )
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 from sqlalchemy import Connection
@@ -11,6 +10,7 @@ from sqlalchemy import Connection
 from kassa.api.context import OperationRequest, Reply
 from kassa.api.errors import ApiError, Code, field_error
 from kassa.api.handlers.common import async_reply
+from kassa.clock import now_ms
 from kassa.domain import threeds as tds
 from kassa.engine import threeds
 from kassa.engine.threeds import NotWaiting
@@ -27,7 +27,7 @@ async def upload_method_url_result(req: OperationRequest) -> Reply:
     def step(conn: Connection, tx_id: int, record: dict[str, object] | None) -> None:
         if record is None or record["server_trans_id"] != server_trans_id:
             raise NotWaiting("threeDSServerTransID does not match the order's 3-D Secure transaction")
-        threeds.method_result(conn, tx_id, comp_ind, order_store.card_brand(conn, tx_id), _now())
+        threeds.method_result(conn, tx_id, comp_ind, order_store.card_brand(conn, tx_id), now_ms())
 
     return await _upload(req, step)
 
@@ -51,7 +51,7 @@ def _challenge_step(acs_trans_id: object) -> Step:
     def step(conn: Connection, tx_id: int, record: dict[str, object] | None) -> None:
         if record is None or record["acs_trans_id"] != acs_trans_id:
             raise NotWaiting("the message does not belong to the order's 3-D Secure transaction")
-        threeds.complete_challenge(conn, tx_id, _now())
+        threeds.complete_challenge(conn, tx_id, now_ms())
 
     return step
 
@@ -77,7 +77,3 @@ async def _upload(req: OperationRequest, step: Step) -> Reply:
     endpoint_id, client = await req.services.db.write(unit)
     req.services.wake_workers()
     return async_reply(req.serial, client, order_id, endpoint_id)
-
-
-def _now() -> int:
-    return time.time_ns() // 1_000_000
