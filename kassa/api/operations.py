@@ -5,7 +5,8 @@ something new, a handler.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from kassa.api import fields as f
@@ -34,21 +35,16 @@ class Operation:
     fields: tuple[Field, ...]
     handler: Handler | None
     summary: str
-    hyphen_equals_underscore: bool = False  # v4 spells names either way
-
-    @property
-    def name(self) -> str:
-        return self.path.rsplit("/", 1)[-1]
+    # v4 spells names either way: "credit-card-number" and "credit_card_number" both mean the declared
+    # field. Built once with the row, since every field of every request is looked up here.
+    spellings: Mapping[str, str] = field(default_factory=dict)
 
     def canonical(self, name: str) -> str:
         """The declared spelling of a field name: aliases first, then (v4) hyphen/underscore variants."""
         name = ALIASES.get(name, name)
-        if self.hyphen_equals_underscore:
-            return self._by_loose_name().get(name.replace("-", "_"), name)
+        if self.spellings:
+            return self.spellings.get(name.replace("-", "_"), name)
         return name
-
-    def _by_loose_name(self) -> dict[str, str]:
-        return {field.name.replace("-", "_"): field.name for field in self.fields}
 
 
 ALIASES = {
@@ -193,7 +189,7 @@ def _op(
         fields,
         handler,
         summary,
-        path.startswith("/api/v4/"),
+        {spec.name.replace("-", "_"): spec.name for spec in fields} if path.startswith("/api/v4/") else {},
     )
 
 
