@@ -151,3 +151,10 @@ def mask_pan(pan: str) -> str:
     refused because its BIN and last four would overlap and reveal it whole."""
     pan = _pan_shaped(pan)
     return pan[:6] + "*" * (len(pan) - 10) + pan[-4:]
+
+
+def mask_stored(bin_: str, last_four: str, brand: str | None) -> str:
+    """A stored card for display: only BIN and last four are kept in clear, so the hidden digits are
+    counted from the brand's usual length (15 for American Express, 16 for the others)."""
+    hidden = (15 if brand == Brand.AMEX else 16) - len(bin_) - len(last_four)
+    return bin_ + "*" * hidden + last_four

@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 
 from kassa import logs
 from kassa.clock import now_ms
-from kassa.domain import money
+from kassa.domain import cards, money
 from kassa.domain.lifecycle import Stage, Status, TxType, order_stage, status_of
 from kassa.domain.merchants import Endpoint, Merchant, Mode
 from kassa.ops import demo
@@ -317,7 +317,7 @@ def order_show(order_id: int, as_json: bool) -> None:
         "endpoint_id": o["endpoint_id"],
         "amount": _amount_text(o["amount"], o["currency"]),
         "currency": o["currency"],
-        "card": _masked(card) if card else None,
+        "card": cards.mask_stored(card["bin"], card["last_four"], card["brand"]) if card else None,
         "transactions": [_transaction_dict(tx, authentications.get(tx["id"])) for tx in snapshot.transactions],
     }
     lines = [f"order {o['id']} ({o['client_orderid']}) {data['amount']} {o['currency']} card {data['card']}"]
@@ -331,12 +331,6 @@ def order_show(order_id: int, as_json: bool) -> None:
 _THREE_DS_FIELDS = (
     "version", "path", "server_trans_id", "acs_trans_id", "comp_ind", "trans_status", "eci", "authentication_value",
 )  # fmt: skip
-
-
-def _masked(card: Any) -> str:
-    """BIN and last four with one star per hidden digit (the PAN's length is not stored, only its brand's)."""
-    hidden = 5 if card["brand"] == "AMEX" else 6
-    return f"{card['bin']}{'*' * hidden}{card['last_four']}"
 
 
 def _transaction_dict(tx: Any, authentication: Any = None) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from starlette.responses import Response
 
 from kassa.api.pipeline import public_base
 from kassa.clock import now_ms
-from kassa.domain import money
+from kassa.domain import cards, money
 from kassa.domain import threeds as tds
 from kassa.engine import threeds
 from kassa.engine.threeds import NotWaiting
@@ -109,7 +109,7 @@ class AccessControlServer:
             amount=money.format_amount(tx["amount"], cur),
             currency=cur.code,
             merchant=context.descriptor or "the merchant",
-            masked=f"{card['bin']}******{card['last_four']}" if card else "",
+            masked=cards.mask_stored(card["bin"], card["last_four"], card["brand"]) if card else "",
             code=record["challenge_code"],
             action=f"{public_base(request, self.services)}/acs/answer",
             fields=hidden,

@@ -12,6 +12,7 @@ from kassa.domain.cards import (
     last_four,
     luhn_valid,
     mask_pan,
+    mask_stored,
     normalize_pan,
     parse_expiry,
 )
@@ -281,3 +282,8 @@ def test_pan_helpers_refuse_text_that_is_not_a_normalized_pan(helper: object, pa
     assert callable(helper)
     with pytest.raises(CardError):
         helper(pan)
+
+
+def test_stored_card_is_masked_to_its_brands_usual_length() -> None:
+    assert mask_stored("411111", "1111", "VISA") == "411111******1111"
+    assert mask_stored("378282", "0005", "AMEX") == "378282*****0005"
