@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 import psycopg
 
-ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+from tests.support.databases import POSTGRES_ADMIN_URL as ADMIN_URL
+from tests.support.databases import fresh_postgres
 
 
-@contextmanager
-def fresh_database(admin_url: str = ADMIN_URL) -> Iterator[str]:
-    """Create ``kassa_bench_<random>``, yield its URL, drop it (even with clients still connected)."""
-    name = f"kassa_bench_{secrets.token_hex(6)}"
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield admin_url.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+def fresh_database() -> AbstractContextManager[str]:
+    """A throw-away ``kassa_bench_<random>`` database, the same way the tests make theirs."""
+    return fresh_postgres("kassa_bench")
 
 
 def server_version(admin_url: str = ADMIN_URL) -> str:

@@ -177,11 +177,14 @@ class OrderSnapshot:
 
     def state(self) -> OrderState:
         """The order as the order rules see it (multi-capture does not matter for reading amounts)."""
-        records = tuple(
-            TxRecord(TxType(tx["tx_type"]), Stage(tx["stage"]), tx["amount"], tx["settled_at_ms"] is not None)
-            for tx in self.transactions
-        )
-        return OrderState(TxType(self.order["tx_type"]), self.order["amount"], False, records)
+        return _state(self.order, self.transactions, multi_capture=False)
+
+
+def _state(order: RowMapping, txs: Sequence[RowMapping], *, multi_capture: bool) -> OrderState:
+    records = tuple(
+        TxRecord(TxType(tx["tx_type"]), Stage(tx["stage"]), tx["amount"], tx["settled_at_ms"] is not None) for tx in txs
+    )
+    return OrderState(TxType(order["tx_type"]), order["amount"], multi_capture, records)
 
 
 def _order_query(by_id: bool, by_client_orderid: bool) -> Select[Any]:
@@ -370,17 +373,8 @@ def multi_capture_of(conn: Connection, order: RowMapping) -> bool:
 
 
 def order_state(conn: Connection, order: RowMapping) -> OrderState:
-    rows = conn.execute(
-        select(transactions.c.tx_type, transactions.c.stage, transactions.c.amount, transactions.c.settled_at_ms)
-        .where(transactions.c.order_id == order["id"])
-        .order_by(transactions.c.id)
-    ).all()
-    return OrderState(
-        kind=TxType(order["tx_type"]),
-        amount=order["amount"],
-        multi_capture=multi_capture_of(conn, order),
-        transactions=tuple(TxRecord(TxType(t), Stage(st), a, settled is not None) for t, st, a, settled in rows),
-    )
+    txs = conn.execute(_TRANSACTIONS_OF, {"order_id": order["id"]}).mappings().all()
+    return _state(order, txs, multi_capture=multi_capture_of(conn, order))
 
 
 def add_transaction(
