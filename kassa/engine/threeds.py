@@ -102,7 +102,7 @@ def session_timeout(conn: Connection, transaction_id: int, now_ms: int) -> None:
     """Nobody finished the customer's part in time: the transaction is declined and its CVV forgotten."""
     stage = Stage(order_store.transaction(conn, transaction_id)["stage"])
     if stage in (Stage.PROCESSING, Stage.THREE_D_METHOD, Stage.THREE_D_VALIDATING):
-        waiting = stage is not Stage.PROCESSING or not order_store.has_job(conn, transaction_id, "process")
+        waiting = stage is not Stage.PROCESSING or not job_queue.exists(conn, transaction_id, "process")
         if waiting:
             outcome = Outcome(Stage.DECLINED, "100", "The customer did not complete the payment in time")
             order_store.record_outcome(conn, transaction_id, outcome, now_ms)

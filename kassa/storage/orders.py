@@ -330,10 +330,6 @@ def card_brand(conn: Connection, transaction_id: int) -> str | None:
     return brand
 
 
-def has_job(conn: Connection, transaction_id: int, kind: str) -> bool:
-    return job_queue.exists(conn, transaction_id, kind)
-
-
 def latest_transaction_id(conn: Connection, order_id: int) -> int:
     return int(
         conn.execute(select(func.max(transactions.c.id)).where(transactions.c.order_id == order_id)).scalar_one()
