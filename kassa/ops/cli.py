@@ -70,13 +70,22 @@ def main() -> None:
 @main.command()
 @click.option("--host", default=None, help="Address to listen on (KASSA_HOST).")
 @click.option("--port", type=int, default=None, help="Port to listen on (KASSA_PORT).")
-@click.option("--workers", "worker_count", type=int, default=None, help="Job workers in this process.")
+@click.option("--workers", "worker_count", type=int, default=None, help="Job workers in each process.")
+@click.option(
+    "--processes",
+    type=click.IntRange(min=1),
+    default=1,
+    help="Server processes sharing the port (each with its own job workers); more than 1 is for PostgreSQL.",
+)
 @click.option("--demo", "with_demo", is_flag=True, help="Create a sandbox demo merchant on first start.")
-def serve(host: str | None, port: int | None, worker_count: int | None, with_demo: bool) -> None:
+def serve(host: str | None, port: int | None, worker_count: int | None, processes: int, with_demo: bool) -> None:
     """Run the API and its job workers."""
+    import socket
+
     import uvicorn
 
     from kassa.api.app import create_app
+    from kassa.ops import processes as supervisor
     from kassa.runtime import build_services
     from kassa.storage.migrate import upgrade
 
@@ -85,18 +94,26 @@ def serve(host: str | None, port: int | None, worker_count: int | None, with_dem
     host, port = host or settings.host, port or settings.port
     if with_demo:
         demo.announce(demo.ensure(settings), settings, host, port)
-    services = build_services(settings, settings.workers if worker_count is None else worker_count)
-    config = uvicorn.Config(
-        create_app(services),
-        host=host,
-        port=port,
-        loop="uvloop",
-        http="httptools",
-        log_config=None,
-        access_log=False,
-        lifespan="on",
-    )
-    uvicorn.Server(config).run()
+    workers = settings.workers if worker_count is None else worker_count
+
+    def run(sockets: list[socket.socket] | None) -> None:
+        config = uvicorn.Config(
+            create_app(build_services(settings, workers)),
+            host=host,
+            port=port,
+            loop="uvloop",
+            http="httptools",
+            log_config=None,
+            access_log=False,
+            lifespan="on",
+        )
+        uvicorn.Server(config).run(sockets=sockets)
+
+    if processes == 1:
+        run(None)
+        return
+    sockets = supervisor.listening_sockets(host, port, processes)
+    raise SystemExit(supervisor.supervise(sockets, lambda sock: run([sock])))
 
 
 @main.command()
