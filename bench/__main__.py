@@ -7,13 +7,14 @@ import os
 import shlex
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench import postgres, report
+from bench import peer, postgres, report
 from bench.load import LoadResult, LoadSpec
 from bench.pyload import run_pyload
-from bench.scenarios import BACKENDS, Bench, Generator, Options, say
+from bench.scenarios import BACKENDS, SCENARIOS, Bench, Generator, Options, say
 from bench.wrk import ensure_wrk, run_wrk, write_script
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
@@ -22,11 +23,31 @@ DOCS = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--duration", type=float, default=10, help="seconds of each measured run (default 10)")
-    parser.add_argument("--quick", action="store_true", help="3-second runs and 500 seeded orders")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="3-second runs, 500 seeded orders, a 5-second end-to-end run and 100,000 bulk orders",
+    )
     parser.add_argument("--connections", type=int, default=50, help="concurrent connections (default 50)")
     parser.add_argument("--seed-orders", type=int, default=2000, help="orders polled by the status runs")
     parser.add_argument(
         "--backends", default=",".join(BACKENDS), help="comma-separated, of: sqlite, postgresql (default both)"
+    )
+    parser.add_argument(
+        "--scenarios",
+        default=",".join(SCENARIOS),
+        help="comma-separated, of: core (sale, status), peer, e2e, bulk, scale (default all; the ceiling always runs)",
+    )
+    parser.add_argument("--e2e-rate", type=float, default=1000, help="end to end: sales per second (default 1000)")
+    parser.add_argument("--e2e-duration", type=float, default=60, help="end to end: seconds of load (default 60)")
+    parser.add_argument(
+        "--e2e-grace", type=float, default=30, help="end to end: seconds to wait for the last callbacks (default 30)"
+    )
+    parser.add_argument(
+        "--big-orders", type=int, default=10_000_000, help="bulk: stored orders of the big status run (default 10M)"
+    )
+    parser.add_argument(
+        "--small-orders", type=int, default=10_000, help="bulk: stored orders of the small status run (default 10k)"
     )
     parser.add_argument(
         "--docs", type=Path, default=DOCS, help="Markdown file to rewrite (default docs/performance.md)"
@@ -42,6 +63,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     unknown = set(args.backends.split(",")) - set(BACKENDS)
     if unknown:
         parser.error(f"unknown backends: {', '.join(sorted(unknown))}")
+    unknown = set(args.scenarios.split(",")) - set(SCENARIOS)
+    if unknown:
+        parser.error(f"unknown scenarios: {', '.join(sorted(unknown))}")
     return args
 
 
@@ -56,6 +80,12 @@ def options(args: argparse.Namespace) -> Options:
         server_core=0 if two_cores else None,
         load_core=1 if two_cores else None,
         quiet_wait=args.quiet_wait,
+        scenarios=tuple(x for x in SCENARIOS if x in args.scenarios.split(",")),
+        e2e_rate=args.e2e_rate,
+        e2e_duration=min(args.e2e_duration, 5) if args.quick else args.e2e_duration,
+        e2e_grace=args.e2e_grace,
+        small_orders=args.small_orders,
+        big_orders=min(args.big_orders, 100_000) if args.quick else args.big_orders,
     )
 
 
@@ -76,23 +106,30 @@ def settings_text(o: Options) -> str:
     pinning = "server on core 0, load generator on core 1" if o.server_core is not None else "no CPU pinning"
     return (
         f"Settings: {o.duration:g} s measured per scenario after a {o.warmup:g} s warm-up, {o.connections} "
-        f"connections, {o.seed_orders} orders polled by the status runs, {pinning}."
+        f"connections, {o.seed_orders} orders polled by the status runs, {pinning}. End to end: "
+        f"{o.e2e_rate:,.0f} sales/s for {o.e2e_duration:g} s, {o.e2e_grace:g} s grace for callbacks. Bulk: "
+        f"{o.small_orders:,} then {o.big_orders:,} stored orders. Scenarios: {', '.join(o.scenarios)}."
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     opts = options(args)
+    started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kassa-bench-") as tmp:
         work_dir = Path(tmp)
-        rows = Bench(opts, work_dir, generator(work_dir)).run()
+        bench = Bench(opts, work_dir, generator(work_dir))
+        rows = bench.run()
+    bench.facts.append(f"the whole bench took {(time.monotonic() - started) / 60:.1f} minutes")
     print(report.table(rows))
-    for note in report.notes(rows):
+    for note in report.notes(rows, bench.facts):
         print(f"- {note}")
     if not args.no_docs:
         pg_version = postgres.server_version() if "postgresql" in opts.backends else "not measured"
+        peer_version = peer.version() if "peer" in opts.scenarios else "not measured"
         command = shlex.join([".venv/bin/python", "-m", "bench", *(sys.argv[1:] if argv is None else argv)])
-        text = report.document(rows, command, report.machine(pg_version), settings_text(opts))
+        facts = report.machine(pg_version, peer_version)
+        text = report.document(rows, command, facts, settings_text(opts), bench.facts)
         args.docs.parent.mkdir(parents=True, exist_ok=True)
         args.docs.write_text(text)
         say(f"wrote {args.docs}")

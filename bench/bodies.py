@@ -54,6 +54,14 @@ def sale_bodies(merchant: MerchantKeys, prefix: str, count: int) -> Iterator[str
     return (sale_body(merchant, f"{prefix}-{n}") for n in range(count))
 
 
+def callback_sale_bodies(merchant: MerchantKeys, prefix: str, count: int, callback_url: str) -> Iterator[str]:
+    """Like ``sale_bodies`` with a ``server_callback_url``; it is not part of the control formula (§4)."""
+    for n in range(count):
+        fields = sale_fields(merchant, f"{prefix}-{n}")
+        fields["server_callback_url"] = callback_url
+        yield urlencode(fields)
+
+
 def status_body(merchant: MerchantKeys, orderid: str) -> str:
     """A status request by orderid alone: control = sha1(login + "" + orderid + key)."""
     control = sha1_hex(merchant.login, "", orderid, merchant.control_key)

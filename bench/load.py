@@ -15,7 +15,8 @@ RESULT_MARK = "BENCH_RESULT "
 
 @dataclass(frozen=True)
 class LoadSpec:
-    """POST every line of ``bodies`` in turn to ``url`` + ``path`` for ``duration`` seconds."""
+    """POST every line of ``bodies`` in turn to ``url`` + ``path`` for ``duration`` seconds; ``headers`` is
+    an optional file of extra request headers, one ``Name: value`` a line."""
 
     url: str
     path: str
@@ -23,6 +24,7 @@ class LoadSpec:
     duration: float
     connections: int
     core: int | None
+    headers: Path | None = None
 
 
 @dataclass(frozen=True)

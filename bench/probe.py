@@ -82,10 +82,10 @@ class CpuSnapshot:
     postgres: float
 
     @classmethod
-    def take(cls, server_pid: int, postgres_pids: Sequence[int]) -> CpuSnapshot:
-        """Now; ``postgres_pids`` are the PostgreSQL backends serving the server under test."""
-        server = process_cpu_seconds(server_pid)
-        return cls(time.monotonic(), machine_busy_seconds(), server, processes_cpu_seconds(postgres_pids))
+    def take(cls, server_cpu_seconds: float, postgres_pids: Sequence[int]) -> CpuSnapshot:
+        """Now; ``server_cpu_seconds`` is the server's CPU time so far (all its processes), ``postgres_pids``
+        are the PostgreSQL backends serving it."""
+        return cls(time.monotonic(), machine_busy_seconds(), server_cpu_seconds, processes_cpu_seconds(postgres_pids))
 
 
 @dataclass(frozen=True)

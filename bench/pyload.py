@@ -1,7 +1,7 @@
 """Fallback load generator for machines without wrk: asyncio (uvloop) over raw keep-alive sockets.
 It is slower than wrk, so on a fast server it may be the bottleneck; the table says which one ran.
 
-Run: ``python -m bench.pyload URL PATH BODIES DURATION CONNECTIONS``; prints one ``BENCH_RESULT`` line.
+Run: ``python -m bench.pyload URL PATH BODIES DURATION CONNECTIONS [HEADERS]``; prints one ``BENCH_RESULT`` line.
 """
 
 from __future__ import annotations
@@ -45,10 +45,13 @@ class Tally:
             self.first_error = self.first_error or f"{status} {body[:300].decode(errors='replace')}"
 
 
+EXTRA_HEADERS = ""  # "Name: value\r\n" lines from the optional headers file
+
+
 def _request(host: str, path: str, body: bytes) -> bytes:
     head = (
         f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-        f"Accept: application/vnd.pay+json\r\nContent-Length: {len(body)}\r\n\r\n"
+        f"Accept: application/vnd.pay+json\r\n{EXTRA_HEADERS}Content-Length: {len(body)}\r\n\r\n"
     )
     return head.encode() + body
 
@@ -110,12 +113,17 @@ async def _run(url: str, path: str, bodies: list[bytes], duration: float, connec
 def run_pyload(spec: LoadSpec) -> LoadResult:
     argv = [sys.executable, "-m", "bench.pyload", spec.url, spec.path, str(spec.bodies)]
     argv += [str(spec.duration), str(spec.connections)]
+    if spec.headers is not None:
+        argv.append(str(spec.headers))
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
     return run_generator(pinned(spec.core, argv), "python", timeout=spec.duration + 120, env=env)
 
 
 def main() -> None:
+    global EXTRA_HEADERS
     url, path, bodies_file, duration, connections = sys.argv[1:6]
+    if len(sys.argv) > 6:
+        EXTRA_HEADERS = "".join(f"{line}\r\n" for line in Path(sys.argv[6]).read_text().splitlines() if line)
     bodies = Path(bodies_file).read_bytes().splitlines()
     result = uvloop.run(_run(url, path, bodies, float(duration), int(connections)))
     print(RESULT_MARK + json.dumps(result))

@@ -10,6 +10,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench import targets
 from bench.scenarios import Row
 
 HEADER = (
@@ -23,17 +24,20 @@ HEADER = (
     "server RSS MiB",
     "server CPU",
     "postgres CPU",
-    "wrk CPU",
+    "load CPU",
     "other CPU",
+    "target",
 )
 GENERATOR_BUSY = 0.9
 SERVER_IDLE = 0.8
 OTHERS_BUSY = 0.15
 
 
-def _cells(row: Row, ceiling_rps: float) -> tuple[str, ...]:
+def _cells(row: Row, rows: Sequence[Row]) -> tuple[str, ...]:
     r = row.result
-    ratio = r.rps / ceiling_rps if ceiling_rps else 0.0
+    ceiling_rps = rows[0].result.rps if rows else 0.0
+    ratio = f"{r.rps / ceiling_rps:.2f}" if ceiling_rps and row.kind != "e2e" else "-"
+    rss = " + ".join(f"{kib / 1024:.0f}" for kib in row.rss_each_kib or (row.rss_kib,))
     return (
         row.name,
         f"{r.rps:,.0f}",
@@ -41,33 +45,39 @@ def _cells(row: Row, ceiling_rps: float) -> tuple[str, ...]:
         f"{r.p99_ms:.2f}",
         f"{r.p999_ms:.2f}",
         str(r.errors),
-        f"{ratio:.2f}",
-        f"{row.rss_kib / 1024:.0f}",
+        ratio,
+        rss,
         f"{row.server_cpu:.0%}",
         f"{row.cpu.postgres:.0%}",
         f"{r.generator_cpu:.0%}",
         f"{row.cpu.others:.0%}",
+        targets.cell(row, rows),
     )
 
 
 def table(rows: Sequence[Row]) -> str:
     """A Markdown table, numbers right-aligned, readable as plain text too."""
-    ceiling_rps = rows[0].result.rps if rows else 0.0
-    lines = [HEADER, *(_cells(row, ceiling_rps) for row in rows)]
+    lines = [HEADER, *(_cells(row, rows) for row in rows)]
     widths = [max(len(line[i]) for line in lines) for i in range(len(HEADER))]
 
     def render(cells: Sequence[str]) -> str:
-        padded = [c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
+        padded = [
+            c.ljust(w) if i in (0, len(widths) - 1) else c.rjust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
         return "| " + " | ".join(padded) + " |"
 
-    rule = "|" + "|".join("-" * (w + 1) + (":" if i else "-") for i, w in enumerate(widths)) + "|"
+    last = len(widths) - 1
+    rule = "|" + "|".join("-" * (w + 1) + (":" if 0 < i < last else "-") for i, w in enumerate(widths)) + "|"
     return "\n".join([render(lines[0]), rule, *(render(cells) for cells in lines[1:])])
 
 
-def notes(rows: Sequence[Row]) -> list[str]:
-    """What in the numbers needs a second look."""
-    found: list[str] = []
+def notes(rows: Sequence[Row], facts: Sequence[str] = ()) -> list[str]:
+    """The ratios of the targets, what each scenario reported beyond its row, and what in the numbers
+    needs a second look."""
+    found: list[str] = [*targets.ratio_notes(rows), *facts]
     for row in rows:
+        found += row.facts
         r = row.result
         if r.errors:
             found.append(
@@ -77,7 +87,7 @@ def notes(rows: Sequence[Row]) -> list[str]:
             found.append(f"{row.name}: the body list was replayed {r.wraps} more time(s), so some requests repeated")
         if r.generator_cpu > GENERATOR_BUSY:
             found.append(f"{row.name}: the load generator used {r.generator_cpu:.0%} of its core and may be the limit")
-        if row.server_cpu < SERVER_IDLE:
+        if row.server_cpu < SERVER_IDLE and row.kind not in ("e2e", "peer"):
             found.append(
                 f"{row.name}: the server process used only {row.server_cpu:.0%} of its core: it waits on something"
                 " other than its own CPU (database, locks, fsync)"
@@ -87,7 +97,7 @@ def notes(rows: Sequence[Row]) -> list[str]:
                 f"{row.name}: other processes kept {row.cpu.others:.0%} of a core busy during the run:"
                 " the machine was not quiet, so the numbers are lower than they would be"
             )
-        if r.generator != "wrk":
+        if r.generator not in ("wrk", "open-loop"):
             found.append(f"{row.name}: measured with the {r.generator} load generator, not wrk")
     return found
 
@@ -108,7 +118,7 @@ def _tool_version(argv: list[str]) -> str:
     return output[0] if output else "unknown"
 
 
-def machine(postgres_version: str) -> list[tuple[str, str]]:
+def machine(postgres_version: str, peer_version: str = "not measured") -> list[tuple[str, str]]:
     return [
         ("date", datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")),
         ("nproc", str(len(os.sched_getaffinity(0)))),
@@ -118,11 +128,14 @@ def machine(postgres_version: str) -> list[tuple[str, str]]:
         ("SQLite", sqlite3.sqlite_version),
         ("PostgreSQL", postgres_version),
         ("wrk", _tool_version(["wrk", "--version"])),
+        ("peer", peer_version),
     ]
 
 
-def document(rows: Sequence[Row], command: str, facts: Sequence[tuple[str, str]], settings: str) -> str:
-    found = notes(rows)
+def document(
+    rows: Sequence[Row], command: str, facts: Sequence[tuple[str, str]], settings: str, run_facts: Sequence[str] = ()
+) -> str:
+    found = notes(rows, run_facts)
     lines = [
         "# Performance",
         "",
@@ -148,6 +161,9 @@ def document(rows: Sequence[Row], command: str, facts: Sequence[tuple[str, str]]
         "## Notes from this run",
         "",
         *([f"- {note}" for note in found] or ["- none: no errors, no repeated bodies, no saturated load generator."]),
+        "",
+        "Every number above was measured in this one run; *target* holds each figure against the target of",
+        "issue 6 and the reference it names (the ceiling, the peer, the row above).",
         "",
         METHOD,
     ]

@@ -1,24 +1,33 @@
-"""The five scenarios: the ceiling app, then sale and status on SQLite and on PostgreSQL."""
+"""The scenarios: the ceiling app, sale and status on SQLite and PostgreSQL, the peer (localstripe), end to
+end at a fixed rate, status over bulk-generated orders, and 1 vs 2 server processes on PostgreSQL."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import random
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
+from bench import peer
 from bench.bodies import MerchantKeys, sale_bodies, status_body, write_lines
+from bench.bulk import BulkOrders
+from bench.endtoend import CallbackReceiver, EndToEndSpec, run_endtoend
 from bench.load import LoadResult, LoadSpec
 from bench.postgres import backend_pids, fresh_database
 from bench.probe import CpuSampler, CpuSnapshot, CpuUse, wait_until_quiet
+from bench.scale import process_group
 from bench.seed import create_orders, wait_until_settled
 from bench.server import PREFIX, KassaDeployment, Server, ceiling_server
 
 Generator = Callable[[LoadSpec], LoadResult]
 BACKENDS = ("sqlite", "postgresql")
+SCENARIOS = ("core", "peer", "e2e", "bulk", "scale")
+T = TypeVar("T")
 BODY_MARGIN = 1000
 QUIET = 0.15
 
@@ -33,16 +42,30 @@ class Options:
     server_core: int | None
     load_core: int | None
     quiet_wait: float = 0.0
+    scenarios: tuple[str, ...] = SCENARIOS
+    e2e_rate: float = 1000
+    e2e_duration: float = 60
+    e2e_grace: float = 30
+    small_orders: int = 10_000
+    big_orders: int = 10_000_000
 
 
 @dataclass(frozen=True)
 class Row:
+    """One line of the table. ``kind`` (ceiling, sale, status, peer, e2e, bulk-small, bulk-big, scale-1,
+    scale-2) and ``backend`` tell the report which figures to set side by side."""
+
     name: str
     result: LoadResult
     rss_kib: int
     server_cpu: float
     cpu: CpuUse
     unique_bodies: bool = False
+    kind: str = ""
+    backend: str = ""
+    rss_each_kib: tuple[int, ...] = ()
+    lost: int | None = None
+    facts: tuple[str, ...] = ()
 
 
 def say(message: str) -> None:
@@ -55,21 +78,38 @@ class Bench:
     work_dir: Path
     generate: Generator
     ceiling_rps: float = 0.0
+    facts: list[str] = field(default_factory=list)  # notes on the run as a whole (generation times, installs)
 
     def spec(self, server: Server, path: str, bodies: Path, duration: float) -> LoadSpec:
         o = self.options
         return LoadSpec(server.url, path, bodies, duration, o.connections, o.load_core)
 
+    def sampled(self, server: Server, database_url: str, action: Callable[[], T]) -> tuple[T, float, CpuSnapshot]:
+        """Runs ``action`` with the server's CPU sampled; returns its value, the server's CPU share in the
+        middle of the run, and a snapshot taken before, for ``CpuUse.between``."""
+        start = CpuSnapshot.take(server.cpu_seconds(), self.pg_pids(database_url))
+        with CpuSampler(server.cpu_seconds) as sampler:
+            value = action()
+        return value, sampler.share(), start
+
+    def pg_pids(self, database_url: str) -> list[int]:
+        return backend_pids(database_url) if database_url.startswith("postgresql") else []
+
     def measure(
-        self, name: str, server: Server, spec: LoadSpec, database_url: str = "", unique_bodies: bool = False
+        self,
+        name: str,
+        server: Server,
+        spec: LoadSpec,
+        database_url: str = "",
+        unique_bodies: bool = False,
+        kind: str = "",
+        backend: str = "",
     ) -> Row:
         """One measured run: the server's CPU share is sampled during it, its RSS read right after."""
-        pg_pids = backend_pids(database_url) if database_url.startswith("postgresql") else []
-        start = CpuSnapshot.take(server.pid, pg_pids)
-        with CpuSampler(server.cpu_seconds) as sampler:
-            result = self.generate(spec)
-        cpu = CpuUse.between(start, CpuSnapshot.take(server.pid, pg_pids), result.generator_cpu)
-        row = Row(name, result, server.rss_kib(), sampler.share(), cpu, unique_bodies)
+        result, share, start = self.sampled(server, database_url, lambda: self.generate(spec))
+        end = CpuSnapshot.take(server.cpu_seconds(), self.pg_pids(database_url))
+        cpu = CpuUse.between(start, end, result.generator_cpu)
+        row = Row(name, result, server.rss_kib(), share, cpu, unique_bodies, kind, backend)
         say(f"{name}: {result.rps:,.0f} req/s, p99 {result.p99_ms:.1f} ms, {result.errors} errors")
         return row
 
@@ -80,11 +120,21 @@ class Bench:
             if busy >= QUIET:
                 say(f"{name}: the machine is still busy ({busy:.0%} of a core), measuring anyway")
 
-    def warm_and_measure(self, name: str, server: Server, path: str, bodies: Path, database_url: str = "") -> Row:
+    def warm_and_measure(
+        self,
+        name: str,
+        server: Server,
+        path: str,
+        bodies: Path,
+        database_url: str = "",
+        kind: str = "",
+        backend: str = "",
+    ) -> Row:
         """A warm-up then a measured run, both replaying the same bodies (for idempotent requests)."""
         self.wait_for_quiet(name, server)
         self.generate(self.spec(server, path, bodies, self.options.warmup))
-        return self.measure(name, server, self.spec(server, path, bodies, self.options.duration), database_url)
+        spec = self.spec(server, path, bodies, self.options.duration)
+        return self.measure(name, server, spec, database_url, kind=kind, backend=backend)
 
     def body_budget(self, rate: float, duration: float) -> int:
         """Distinct bodies for a run at about ``rate`` req/s: twice that, never more than the ceiling allows."""
@@ -98,7 +148,9 @@ class Bench:
         bodies = self.work_dir / "ceiling-bodies.txt"
         write_lines(bodies, sale_bodies(MerchantKeys("ceiling", "k" * 32, 1), "ceiling", 2000))
         with ceiling_server(self.work_dir, self.options.server_core) as server:
-            row = self.warm_and_measure("ceiling (parse_qsl + orjson)", server, f"{PREFIX}/api/v2/sale/1", bodies)
+            row = self.warm_and_measure(
+                "ceiling (parse_qsl + orjson)", server, f"{PREFIX}/api/v2/sale/1", bodies, kind="ceiling"
+            )
         self.ceiling_rps = row.result.rps
         return row
 
@@ -112,47 +164,169 @@ class Bench:
             write_lines(bodies, (status_body(merchant, orderid) for orderid in orderids))
             path = f"{PREFIX}/api/v2/status/{merchant.endpoint_id}"
             name = f"status by orderid, {backend}"
-            return self.warm_and_measure(name, server, path, bodies, deployment.database_url)
+            return self.warm_and_measure(name, server, path, bodies, deployment.database_url, "status", backend)
 
     def sale(self, deployment: KassaDeployment, merchant: MerchantKeys, backend: str) -> Row:
         say(f"sale on {backend}")
+        with deployment.server(self.options.server_core, f"sale-{backend}") as server:
+            return self.sale_run(
+                f"sale acceptance, {backend}", server, merchant, deployment.database_url, "sale", backend
+            )
+
+    def sale_run(
+        self, name: str, server: Server, merchant: MerchantKeys, database_url: str, kind: str, backend: str
+    ) -> Row:
         o = self.options
         path = f"{PREFIX}/api/v2/sale/{merchant.endpoint_id}"
-        with deployment.server(o.server_core, f"sale-{backend}") as server:
-            warm_bodies = self.work_dir / f"sale-warm-{backend}.txt"
-            write_lines(warm_bodies, sale_bodies(merchant, "warm", self.body_budget(self.ceiling_rps / 2, o.warmup)))
-            self.wait_for_quiet(f"sale acceptance, {backend}", server)
-            warm = self.generate(self.spec(server, path, warm_bodies, o.warmup))
-            bodies = self.work_dir / f"sale-{backend}.txt"
-            count = write_lines(bodies, sale_bodies(merchant, "run", self.body_budget(warm.rps, o.duration)))
-            say(f"sale on {backend}: {count:,} distinct bodies (warm-up ran at {warm.rps:,.0f} req/s)")
-            spec = self.spec(server, path, bodies, o.duration)
-            name = f"sale acceptance, {backend}"
-            return self.measure(name, server, spec, deployment.database_url, unique_bodies=True)
+        tag = kind + "-" + backend
+        warm_bodies = self.work_dir / f"sale-warm-{tag}.txt"
+        write_lines(warm_bodies, sale_bodies(merchant, f"warm-{tag}", self.body_budget(self.ceiling_rps / 2, o.warmup)))
+        self.wait_for_quiet(name, server)
+        warm = self.generate(self.spec(server, path, warm_bodies, o.warmup))
+        bodies = self.work_dir / f"sale-{tag}.txt"
+        count = write_lines(bodies, sale_bodies(merchant, f"run-{tag}", self.body_budget(warm.rps, o.duration)))
+        say(f"{name}: {count:,} distinct bodies (warm-up ran at {warm.rps:,.0f} req/s)")
+        spec = self.spec(server, path, bodies, o.duration)
+        return self.measure(name, server, spec, database_url, unique_bodies=True, kind=kind, backend=backend)
 
     def backend(self, backend: str) -> tuple[Row, Row]:
         """(sale, status) on one database; the status run comes first, on a database without a backlog."""
-        with self.database(backend) as url:
-            deployment = KassaDeployment(url, self.work_dir / backend)
-            deployment.data_dir.mkdir(parents=True, exist_ok=True)
-            deployment.upgrade()
-            merchant = bootstrap_merchant(deployment, f"bench-{backend}")
+        with self.deployment(backend, backend) as (deployment, merchant):
             status = self.status(deployment, merchant, backend)
             return self.sale(deployment, merchant, backend), status
 
     @contextlib.contextmanager
-    def database(self, backend: str) -> Iterator[str]:
+    def deployment(self, backend: str, name: str) -> Iterator[tuple[KassaDeployment, MerchantKeys]]:
+        """A fresh, migrated database of ``backend`` with one merchant; ``name`` keeps SQLite files apart."""
+        with self.database(backend, name) as url:
+            deployment = KassaDeployment(url, self.work_dir / name)
+            deployment.data_dir.mkdir(parents=True, exist_ok=True)
+            deployment.upgrade()
+            yield deployment, bootstrap_merchant(deployment, f"bench-{name}")
+
+    @contextlib.contextmanager
+    def database(self, backend: str, name: str) -> Iterator[str]:
         if backend == "postgresql":
             with fresh_database() as url:
                 yield url
         else:
-            yield f"sqlite:///{self.work_dir / backend / 'kassa.db'}"
+            yield f"sqlite:///{self.work_dir / name / 'kassa.db'}"
+
+    def peer(self) -> Row | None:
+        command = peer.ensure_localstripe()
+        if command is None:
+            self.facts.append("peer: localstripe could not be installed with pip, so it was not measured")
+            return None
+        say("peer: localstripe charges")
+        bodies = self.work_dir / "peer-bodies.txt"
+        o = self.options
+        write_lines(bodies, peer.charge_bodies(self.body_budget(self.ceiling_rps / 2, o.warmup + o.duration)))
+        headers = peer.write_headers(self.work_dir / "peer-headers.txt")
+        with peer.Localstripe(command, self.work_dir, o.server_core) as server:
+            self.wait_for_quiet("peer", server)
+            self.generate(dataclasses.replace(self.spec(server, "/v1/charges", bodies, o.warmup), headers=headers))
+            spec = dataclasses.replace(self.spec(server, "/v1/charges", bodies, o.duration), headers=headers)
+            return self.measure("peer: localstripe charges", server, spec, kind="peer")
+
+    def endtoend(self, backend: str) -> Row:
+        o = self.options
+        name = f"end to end at {o.e2e_rate:,.0f}/s, {backend}"
+        say(f"{name}: {o.e2e_duration:g} s, then up to {o.e2e_grace:g} s for the last callbacks")
+        spec = EndToEndSpec(o.e2e_rate, o.e2e_duration, o.e2e_grace, o.connections, o.load_core)
+        with (
+            self.deployment(backend, f"e2e-{backend}") as (deployment, merchant),
+            deployment.server(o.server_core, f"e2e-{backend}") as server,
+        ):
+            receiver = CallbackReceiver(self.work_dir, o.load_core)
+            self.wait_for_quiet(name, server)
+            outcome, share, start = self.sampled(
+                server,
+                deployment.database_url,
+                lambda: run_endtoend(server.url, merchant, deployment.data_dir, spec, receiver),
+            )
+            end = CpuSnapshot.take(server.cpu_seconds(), self.pg_pids(deployment.database_url))
+            load_cpu = outcome.load.generator_cpu + outcome.receiver_cpu_s / (end.at - start.at)
+            r = dataclasses.replace(outcome.load, generator_cpu=load_cpu)  # the generator and the receiver
+            facts = (
+                f"{name}: {outcome.accepted:,} of {outcome.planned:,} sales accepted, {r.rps:,.0f}/s achieved;"
+                f" {outcome.approved:,} approved callbacks, {outcome.lost:,} lost (no approved callback"
+                f" {o.e2e_grace:g} s after the load; waited {outcome.waited_s:.1f} s),"
+                f" {outcome.other_callbacks:,} other callbacks; request to answer p50 {outcome.answer_p50_ms:.1f} ms,"
+                f" p99 {outcome.answer_p99_ms:.1f} ms; {outcome.late_sends:,} requests went out over 1 ms late"
+                " (all connections busy), their latency counted from when they were due",
+            )
+            row = Row(
+                name,
+                r,
+                server.rss_kib(),
+                share,
+                CpuUse.between(start, end, load_cpu),
+                kind="e2e",
+                backend=backend,
+                lost=outcome.lost,
+                facts=facts,
+            )
+        say(f"{name}: p99 {r.p99_ms:,.1f} ms request to callback, {outcome.lost} lost")
+        return row
+
+    def bulk(self, backend: str) -> list[Row]:
+        """Status by orderid over ``small_orders`` then ``big_orders`` stored orders, generated in bulk."""
+        o = self.options
+        rows = []
+        with self.deployment(backend, f"bulk-{backend}") as (deployment, merchant):
+            with deployment.server(o.server_core, f"bulk-template-{backend}") as server:
+                [template] = create_orders(server.url, merchant, 1)
+                wait_until_settled(deployment, merchant.login)
+            orders = BulkOrders(deployment.database_url, int(template))
+            for count, kind in ((o.small_orders, "bulk-small"), (o.big_orders, "bulk-big")):
+                took = orders.grow_to(count)
+                say(f"bulk on {backend}: {orders.generated:,} orders generated ({took:.1f} s for this step)")
+                self.facts.append(
+                    f"bulk on {backend}: generating up to {orders.generated:,} stored orders took {took:.1f} s"
+                )
+                bodies = self.work_dir / f"{kind}-{backend}.txt"
+                ids = orders.sample(max(o.seed_orders, 20_000))
+                write_lines(bodies, (status_body(merchant, str(orderid)) for orderid in ids))
+                name = f"status, {orders.generated:,} stored orders, {backend}"
+                path = f"{PREFIX}/api/v2/status/{merchant.endpoint_id}"
+                with deployment.server(o.server_core, f"{kind}-{backend}") as server:
+                    rows.append(
+                        self.warm_and_measure(name, server, path, bodies, deployment.database_url, kind, backend)
+                    )
+        return rows
+
+    def scale(self) -> list[Row]:
+        """Sale acceptance with 1, then 2 server processes on PostgreSQL; the processes may use both cores."""
+        rows = []
+        cores = "0,1" if self.options.server_core is not None else None
+        for processes in (1, 2):
+            with self.deployment("postgresql", f"scale-{processes}") as (deployment, merchant):
+                name = f"sale, {processes} server process{'es' if processes > 1 else ''}, postgresql"
+                say(name)
+                with process_group(deployment, processes, cores) as server:
+                    row = self.sale_run(
+                        name, server, merchant, deployment.database_url, f"scale-{processes}", "postgresql"
+                    )
+                    rows.append(dataclasses.replace(row, rss_each_kib=tuple(server.rss_each_kib())))
+        return rows
 
     def run(self) -> list[Row]:
-        """Rows in table order: ceiling, every sale, every status."""
+        """Rows in table order: ceiling, every sale, every status, the peer, end to end, bulk, scale."""
+        o = self.options
         rows = [self.ceiling()]
-        pairs = [self.backend(backend) for backend in self.options.backends]
-        return rows + [sale for sale, _ in pairs] + [status for _, status in pairs]
+        if "core" in o.scenarios:
+            pairs = [self.backend(backend) for backend in o.backends]
+            rows += [sale for sale, _ in pairs] + [status for _, status in pairs]
+        if "peer" in o.scenarios and (found := self.peer()) is not None:
+            rows.append(found)
+        if "e2e" in o.scenarios:
+            rows += [self.endtoend(backend) for backend in o.backends]
+        if "bulk" in o.scenarios:
+            for backend in o.backends:
+                rows += self.bulk(backend)
+        if "scale" in o.scenarios and "postgresql" in o.backends:
+            rows += self.scale()
+        return rows
 
 
 def bootstrap_merchant(deployment: KassaDeployment, login: str) -> MerchantKeys:

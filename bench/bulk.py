@@ -1,0 +1,176 @@
+"""Stored orders in bulk, for status at scale: copies of one real approved sale (its order, transaction and
+card rows, as the API and the job worker wrote them) made straight in the database by INSERT ... SELECT
+over a number series (a recursive CTE on SQLite, generate_series on PostgreSQL), in chunks of one
+transaction each. Every copy gets its own ids, ``client_orderid`` (``bulk-NNNNNNNNNN``), serial number
+and card row, so a status by orderid reads the same three rows it reads for a sale made through the API."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import psycopg
+
+from kassa.storage.tables import cards, orders, transactions
+
+CHUNK = 500_000
+SQLITE_SERIES = "WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < {count}) "
+
+
+@dataclass(frozen=True)
+class Dialect:
+    series_from: Callable[[int], str]  # a FROM item yielding n = 1 .. count
+    label: Callable[[str], str]  # 'bulk-' and n (an SQL expression) zero-padded to 10 digits
+    serial: Callable[[str], str]  # a UUID-shaped serial number, unique per n
+
+
+SQLITE = Dialect(
+    series_from=lambda count: "seq",
+    label=lambda n: f"printf('bulk-%010d', {n})",
+    serial=lambda n: f"printf('00000000-0000-4000-8000-%012d', {n})",
+)
+POSTGRES = Dialect(
+    series_from=lambda count: f"generate_series(1, {count}) AS seq(n)",
+    label=lambda n: f"'bulk-' || lpad(({n})::text, 10, '0')",
+    serial=lambda n: f"'00000000-0000-4000-8000-' || lpad(({n})::text, 12, '0')",
+)
+
+
+def _copy(dialect: Dialect, table_name: str, columns: Sequence[str], overrides: dict[str, str], count: int) -> str:
+    """INSERT of ``count`` copies of the template row ``t`` (id = :template), some columns overridden."""
+    values = ", ".join(overrides.get(name, f"t.{name}") for name in columns)
+    sql = (
+        f"INSERT INTO {table_name} ({', '.join(columns)}) SELECT {values} "
+        f"FROM {dialect.series_from(count)}, {table_name} t WHERE t.id = {{template}}"
+    )
+    return (SQLITE_SERIES.format(count=count) if dialect is SQLITE else "") + sql
+
+
+def chunk_statements(
+    dialect: Dialect, template: dict[str, int], bases: dict[str, int], done: int, count: int
+) -> list[str]:
+    """The three INSERTs of one chunk: copies ``done + 1`` .. ``done + count``; ``bases`` are the tables' max ids."""
+    c, o, t = bases["cards"], bases["orders"], bases["transactions"]
+    label = dialect.label(f"{done} + n")
+    statements = [
+        _copy(dialect, "cards", [x.name for x in cards.columns], {"id": f"{c} + n"}, count),
+        _copy(
+            dialect,
+            "orders",
+            [x.name for x in orders.columns],
+            {"id": f"{o} + n", "client_orderid": label, "card_id": f"{c} + n", "created_at_ms": "t.created_at_ms + n"},
+            count,
+        ),
+        _copy(
+            dialect,
+            "transactions",
+            [x.name for x in transactions.columns],
+            {
+                "id": f"{t} + n",
+                "order_id": f"{o} + n",
+                "serial_number": dialect.serial(f"{done} + n"),
+                "created_at_ms": "t.created_at_ms + n",
+                "updated_at_ms": "t.updated_at_ms + n",
+            },
+            count,
+        ),
+    ]
+    keys = {"cards": template["card"], "orders": template["order"], "transactions": template["transaction"]}
+    return [sql.format(template=keys[name]) for sql, name in zip(statements, keys, strict=True)]
+
+
+@dataclass
+class BulkOrders:
+    """Orders generated so far in one database: their id ranges, and the time generation took."""
+
+    database_url: str
+    template_order: int
+    generated: int = 0
+    ranges: list[tuple[int, int]] = field(default_factory=list)  # inclusive order id ranges
+    seconds: float = 0.0
+
+    def grow_to(self, total: int) -> float:
+        """Adds copies until ``total`` exist; returns the seconds it took."""
+        started = time.monotonic()
+        if self.database_url.startswith("sqlite"):
+            self._sqlite(total)
+        else:
+            self._postgres(total)
+        took = time.monotonic() - started
+        self.seconds += took
+        return took
+
+    def sample(self, count: int) -> list[int]:
+        """``count`` order ids drawn uniformly from every order generated (without repeats when possible)."""
+        size = sum(last - first + 1 for first, last in self.ranges)
+        picks = random.sample(range(size), min(count, size))
+        ids = []
+        for pick in picks:
+            for first, last in self.ranges:
+                if pick <= last - first:
+                    ids.append(first + pick)
+                    break
+                pick -= last - first + 1
+        return ids
+
+    def _template(self, fetch: Callable[[str], int]) -> dict[str, int]:
+        card = fetch(f"SELECT card_id FROM orders WHERE id = {self.template_order}")
+        transaction = fetch(f"SELECT min(id) FROM transactions WHERE order_id = {self.template_order}")
+        return {"order": self.template_order, "card": card, "transaction": transaction}
+
+    def _chunks(self, total: int) -> list[int]:
+        sizes, left = [], total - self.generated
+        while left > 0:
+            sizes.append(min(CHUNK, left))
+            left -= sizes[-1]
+        return sizes
+
+    def _bases(self, fetch: Callable[[str], int]) -> dict[str, int]:
+        return {name: fetch(f"SELECT coalesce(max(id), 0) FROM {name}") for name in ("cards", "orders", "transactions")}
+
+    def _sqlite(self, total: int) -> None:
+        conn = sqlite3.connect(self.database_url.removeprefix("sqlite:///"), isolation_level=None)
+        try:
+            conn.execute("PRAGMA synchronous=OFF")
+            conn.execute("PRAGMA cache_size=-262144")
+
+            def fetch(sql: str) -> int:
+                return int(conn.execute(sql).fetchone()[0])
+
+            template = self._template(fetch)
+            for size in self._chunks(total):
+                bases = self._bases(fetch)
+                conn.execute("BEGIN")
+                for sql in chunk_statements(SQLITE, template, bases, self.generated, size):
+                    conn.execute(sql)
+                conn.execute("COMMIT")
+                self._added(bases["orders"], size)
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            conn.close()
+
+    def _postgres(self, total: int) -> None:
+        with psycopg.connect(self.database_url, autocommit=True) as conn:
+
+            def fetch(sql: str) -> int:
+                row = conn.execute(sql).fetchone()  # type: ignore[arg-type]
+                assert row is not None
+                return int(row[0])
+
+            template = self._template(fetch)
+            for size in self._chunks(total):
+                bases = self._bases(fetch)
+                with conn.transaction():
+                    for sql in chunk_statements(POSTGRES, template, bases, self.generated, size):
+                        conn.execute(sql)  # type: ignore[arg-type]
+                self._added(bases["orders"], size)
+            for name in ("cards", "orders", "transactions"):
+                conn.execute(f"SELECT setval(pg_get_serial_sequence('{name}', 'id'), (SELECT max(id) FROM {name}))")  # type: ignore[arg-type]
+            conn.execute("ANALYZE cards, orders, transactions")
+
+    def _added(self, order_base: int, size: int) -> None:
+        self.ranges.append((order_base + 1, order_base + size))
+        self.generated += size

@@ -1,0 +1,109 @@
+"""The targets of issue 6, each figure set beside its reference measured in the same run (the *target*
+column of the table, and the ratio notes)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bench.scenarios import Row
+
+SALE_VS_CEILING = 0.5
+STATUS_VS_CEILING = 0.7
+PEER_FACTOR = 10.0
+E2E_P99_MS = 50.0
+BULK_P99_FACTOR = 1.5
+SCALE_FACTOR = 1.7
+RSS_MIB = 150.0
+
+
+def _find(rows: Sequence[Row], kind: str, backend: str = "") -> Row | None:
+    return next((r for r in rows if r.kind == kind and (not backend or r.backend == backend)), None)
+
+
+def _met(ok: bool) -> str:
+    return "met" if ok else "missed"
+
+
+def _rss(row: Row) -> str:
+    biggest = max(row.rss_each_kib or (row.rss_kib,)) / 1024
+    return f"RSS <= {RSS_MIB:.0f} MiB: {_met(biggest <= RSS_MIB)}"
+
+
+def peer_ratio(rows: Sequence[Row]) -> float | None:
+    """Kassa sales (SQLite) per localstripe charge, both measured in this run."""
+    kassa, peer = _find(rows, "sale", "sqlite"), _find(rows, "peer")
+    if kassa is None or peer is None or not peer.result.rps:
+        return None
+    return kassa.result.rps / peer.result.rps
+
+
+def bulk_ratio(rows: Sequence[Row], backend: str) -> float | None:
+    small, big = _find(rows, "bulk-small", backend), _find(rows, "bulk-big", backend)
+    if small is None or big is None or not small.result.p99_ms:
+        return None
+    return big.result.p99_ms / small.result.p99_ms
+
+
+def scale_ratio(rows: Sequence[Row]) -> float | None:
+    one, two = _find(rows, "scale-1"), _find(rows, "scale-2")
+    if one is None or two is None or not one.result.rps:
+        return None
+    return two.result.rps / one.result.rps
+
+
+def cell(row: Row, rows: Sequence[Row]) -> str:
+    """What the row is held to and whether it made it."""
+    ceiling = rows[0].result.rps if rows and rows[0].kind == "ceiling" else 0.0
+    vs_ceiling = row.result.rps / ceiling if ceiling else 0.0
+    if row.kind == "ceiling":
+        return "reference"
+    if row.kind in ("sale", "status"):
+        goal = SALE_VS_CEILING if row.kind == "sale" else STATUS_VS_CEILING
+        return f">= {goal:.1f}x ceiling: {vs_ceiling:.2f}x, {_met(vs_ceiling >= goal)}"
+    if row.kind == "peer":
+        ratio = peer_ratio(rows)
+        return (
+            ""
+            if ratio is None
+            else f"Kassa sale sqlite >= {PEER_FACTOR:.0f}x this: {ratio:.1f}x, {_met(ratio >= PEER_FACTOR)}"
+        )
+    if row.kind == "e2e":
+        ok = row.result.p99_ms <= E2E_P99_MS and row.lost == 0
+        return f"p99 <= {E2E_P99_MS:.0f} ms and 0 lost: {row.lost} lost, {_met(ok)}"
+    if row.kind == "bulk-small":
+        return "reference of the next row"
+    if row.kind == "bulk-big":
+        ratio = bulk_ratio(rows, row.backend)
+        return (
+            ""
+            if ratio is None
+            else f"p99 <= {BULK_P99_FACTOR}x previous: {ratio:.2f}x, {_met(ratio <= BULK_P99_FACTOR)}"
+        )
+    if row.kind == "scale-1":
+        return f"reference of the next row; {_rss(row)}"
+    if row.kind == "scale-2":
+        ratio = scale_ratio(rows)
+        scaled = "" if ratio is None else f">= {SCALE_FACTOR}x previous: {ratio:.2f}x, {_met(ratio >= SCALE_FACTOR)}; "
+        return scaled + _rss(row)
+    return ""
+
+
+def ratio_notes(rows: Sequence[Row]) -> list[str]:
+    found = []
+    ratio = peer_ratio(rows)
+    if ratio is not None:
+        found.append(
+            f"Kassa sale acceptance on SQLite / localstripe charges = {ratio:.1f}x (target >= {PEER_FACTOR:.0f}x)"
+        )
+    for backend in ("sqlite", "postgresql"):
+        ratio = bulk_ratio(rows, backend)
+        if ratio is not None:
+            found.append(
+                f"status p99, big / small stored-order count on {backend} = {ratio:.2f}x (target <= {BULK_P99_FACTOR}x)"
+            )
+    ratio = scale_ratio(rows)
+    if ratio is not None:
+        found.append(
+            f"sale acceptance, 2 / 1 server processes on PostgreSQL = {ratio:.2f}x (target >= {SCALE_FACTOR}x)"
+        )
+    return found
