@@ -114,8 +114,12 @@ class SqliteDatabase(Database):
                 outcomes = [(True, pending.unit(conn)) for pending in batch]
         except Exception:
             outcomes = self._commit_isolated(batch)
+        # One wake-up per event loop, not one per unit: each costs the loop a system call.
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
         for pending, (ok, value) in zip(batch, outcomes, strict=True):
-            pending.loop.call_soon_threadsafe(_settle, pending.future, ok, value)
+            by_loop.setdefault(pending.loop, []).append((pending.future, ok, value))
+        for loop, settled in by_loop.items():
+            loop.call_soon_threadsafe(_settle_all, settled)
 
     def _commit_isolated(self, batch: list[_Pending]) -> list[tuple[bool, Any]]:
         outcomes: list[tuple[bool, Any]] = []
@@ -139,13 +143,14 @@ def _run_in_savepoint(conn: Connection, unit: Unit[Any]) -> tuple[bool, Any]:
     return True, value
 
 
-def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
-    if future.cancelled():
-        return
-    if ok:
-        future.set_result(value)
-    else:
-        future.set_exception(value)
+def _settle_all(settled: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
+    for future, ok, value in settled:
+        if future.cancelled():
+            continue
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
 
 
 def _sqlite_engine(url: str, synchronous: str, *, writer: bool, pool_size: int) -> Engine:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, bindparam, delete, select, update
 
+from kassa.storage.prepared import Prepared
 from kassa.storage.tables import jobs
 
 
@@ -70,12 +71,20 @@ def retry_later(conn: Connection, job: Job, owner: str, run_at_ms: int) -> None:
     )
 
 
-_INSERT_JOB = jobs.insert()
+_INSERT_JOB = Prepared(
+    jobs.insert().values(
+        kind=bindparam("kind"),
+        transaction_id=bindparam("tx_id"),
+        run_at_ms=bindparam("run_at_ms"),
+        attempts=bindparam("attempts"),
+        created_at_ms=bindparam("now_ms"),
+    )
+)
 
 
 def add(conn: Connection, kind: str, transaction_id: int, run_at_ms: int, now_ms: int) -> None:
-    values = {"kind": kind, "transaction_id": transaction_id, "run_at_ms": run_at_ms, "attempts": 0}
-    conn.execute(_INSERT_JOB, {**values, "created_at_ms": now_ms})
+    values = {"kind": kind, "tx_id": transaction_id, "run_at_ms": run_at_ms, "attempts": 0, "now_ms": now_ms}
+    _INSERT_JOB.execute(conn, values)
 
 
 def exists(conn: Connection, transaction_id: int, kind: str) -> bool:

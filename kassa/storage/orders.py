@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Insert, RowMapping, Select, bindparam, delete, func, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import BindParameter, Connection, RowMapping, Select, bindparam, delete, func, insert, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from kassa.domain import ledger
 from kassa.domain.lifecycle import Stage, TxType, advance, is_final, stages_of_status
@@ -17,6 +18,7 @@ from kassa.storage import callbacks as callback_store
 from kassa.storage import jobs as job_queue
 from kassa.storage import ledger as ledger_store
 from kassa.storage import threeds as session_store
+from kassa.storage.prepared import Prepared
 from kassa.storage.tables import cards, endpoints, orders, transactions, transient_secrets
 
 
@@ -65,40 +67,63 @@ class Started:
     form_token: str | None = None
 
 
-# Statements built once: SQLAlchemy then reuses their compiled form, where `insert(t).values(...)` built
-# per call pays for a new cache key every time (measured: half the writer thread's time).
-_INSERT_CARD, _INSERT_ORDER, _INSERT_TRANSACTION, _INSERT_SECRET = (
-    insert(cards),
-    insert(orders),
-    insert(transactions),
-    insert(transient_secrets),
+def _values(*columns: str) -> dict[str, BindParameter[Any]]:
+    return {c: bindparam(c) for c in columns}
+
+
+_CARD_FIELDS = tuple(f.name for f in dataclasses.fields(NewCard))
+_CARD_VALUES = _values("merchant_id", "created_at_ms", *_CARD_FIELDS)
+_INSERT_CARD = Prepared(insert(cards).values(_CARD_VALUES).returning(cards.c.id))
+_DELETE_CARD = Prepared(delete(cards).where(cards.c.id == bindparam("card_id")))
+_ORDER_VALUES = _values(
+    "merchant_id",
+    "endpoint_id",
+    "client_orderid",
+    "tx_type",
+    "amount",
+    "currency",
+    "card_id",
+    "email",
+    "order_desc",
+    "customer",
+    "redirect_url",
+    "server_callback_url",
+    "notify_url",
+    "merchant_data",
+    "request_fingerprint",
+    "created_at_ms",
+)
+_ORDER_KEY = ["endpoint_id", "client_orderid"]
+# A client_orderid used before inserts nothing (no exception, so no savepoint is needed around it).
+_INSERT_ORDER = Prepared(
+    sqlite_insert(orders)
+    .values(_ORDER_VALUES)
+    .on_conflict_do_nothing(index_elements=_ORDER_KEY)
+    .returning(orders.c.id),
+    postgresql=pg_insert(orders)
+    .values(_ORDER_VALUES)
+    .on_conflict_do_nothing(index_elements=_ORDER_KEY)
+    .returning(orders.c.id),
+)
+_TRANSACTION_COLUMNS = ("order_id", "serial_number", "tx_type", "stage", "amount", "currency")
+_INSERT_TRANSACTION = Prepared(
+    insert(transactions)
+    .values(_values(*_TRANSACTION_COLUMNS, "created_at_ms", "updated_at_ms"))
+    .returning(transactions.c.id)
+)
+_INSERT_SECRET = Prepared(
+    insert(transient_secrets).values(transaction_id=bindparam("tx_id"), cvv_ciphertext=bindparam("cvv"))
 )
 
 
 def start_order(conn: Connection, new: NewOrder) -> Started:
     """Creates order, first transaction, card, CVV and processing job in one transaction, or finds the
     order this ``client_orderid`` already started on the endpoint (the unique constraint tells)."""
-    try:
-        with conn.begin_nested():
-            return _insert_order(conn, new)
-    except IntegrityError:
-        found = _find_started(conn, new.endpoint_id, new.client_orderid)
-        if found is None:
-            raise
-        return found
-
-
-def _insert_order(conn: Connection, new: NewOrder) -> Started:
     card_id = None
     if new.card is not None:
-        card_id = _new_id(
-            conn,
-            _INSERT_CARD,
-            {"merchant_id": new.merchant_id, "created_at_ms": new.now_ms, **dataclasses.asdict(new.card)},
-        )
-    order_id = _new_id(
+        card_id = _INSERT_CARD.scalar(conn, _card_values(new.card, new.merchant_id, new.now_ms))
+    order_id = _INSERT_ORDER.scalar(
         conn,
-        _INSERT_ORDER,
         dict(
             merchant_id=new.merchant_id,
             endpoint_id=new.endpoint_id,
@@ -118,9 +143,25 @@ def _insert_order(conn: Connection, new: NewOrder) -> Started:
             created_at_ms=new.now_ms,
         ),
     )
-    tx_id = _new_id(
+    if order_id is None:
+        if card_id is not None:
+            _DELETE_CARD.execute(conn, {"card_id": card_id})
+        found = _find_started(conn, new.endpoint_id, new.client_orderid)
+        if found is None:
+            raise RuntimeError("client_orderid conflicts with an order that cannot be found")
+        return found
+    return _start_transaction(conn, new, order_id)
+
+
+def _card_values(card: NewCard, merchant_id: int, now_ms: int) -> dict[str, Any]:
+    values = {name: getattr(card, name) for name in _CARD_FIELDS}
+    values.update(merchant_id=merchant_id, created_at_ms=now_ms)
+    return values
+
+
+def _start_transaction(conn: Connection, new: NewOrder, order_id: int) -> Started:
+    tx_id = _INSERT_TRANSACTION.scalar(
         conn,
-        _INSERT_TRANSACTION,
         dict(
             order_id=order_id,
             serial_number=new.serial,
@@ -133,7 +174,7 @@ def _insert_order(conn: Connection, new: NewOrder) -> Started:
         ),
     )
     if new.cvv_ciphertext is not None:
-        conn.execute(_INSERT_SECRET, {"transaction_id": tx_id, "cvv_ciphertext": new.cvv_ciphertext})
+        _INSERT_SECRET.execute(conn, {"tx_id": tx_id, "cvv": new.cvv_ciphertext})
     form_token = None
     if new.form_ttl_ms is None:
         job_queue.add(conn, "process", tx_id, run_at_ms=new.now_ms, now_ms=new.now_ms)
@@ -141,10 +182,6 @@ def _insert_order(conn: Connection, new: NewOrder) -> Started:
         form_token = session_store.open_session(conn, "form", order_id, tx_id, new.now_ms, new.form_ttl_ms)
         job_queue.add(conn, "session_timeout", tx_id, run_at_ms=new.now_ms + new.form_ttl_ms, now_ms=new.now_ms)
     return Started(order_id, new.endpoint_id, new.serial, new.request_fingerprint, True, form_token)
-
-
-def _new_id(conn: Connection, statement: Insert, values: dict[str, object]) -> int:
-    return int(conn.execute(statement, values).inserted_primary_key[0])  # type: ignore[index]
 
 
 def _find_started(conn: Connection, endpoint_id: int, client_orderid: str) -> Started | None:
@@ -301,11 +338,9 @@ def attach_card(
     conn: Connection, order: RowMapping, transaction_id: int, card: NewCard, cvv_ciphertext: bytes, now_ms: int
 ) -> None:
     """The card a hosted form collected: stored, its CVV kept until authorization, processing queued."""
-    card_id = conn.execute(
-        insert(cards).values(merchant_id=order["merchant_id"], created_at_ms=now_ms, **dataclasses.asdict(card))
-    ).inserted_primary_key[0]  # type: ignore[index]
+    card_id = _INSERT_CARD.scalar(conn, _card_values(card, order["merchant_id"], now_ms))
     conn.execute(update(orders).where(orders.c.id == order["id"]).values(card_id=card_id))
-    conn.execute(insert(transient_secrets).values(transaction_id=transaction_id, cvv_ciphertext=cvv_ciphertext))
+    _INSERT_SECRET.execute(conn, {"tx_id": transaction_id, "cvv": cvv_ciphertext})
     job_queue.add(conn, "process", transaction_id, run_at_ms=now_ms, now_ms=now_ms)
 
 

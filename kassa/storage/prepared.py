@@ -1,0 +1,63 @@
+"""Hot-path statements, run on the driver's own cursor.
+
+``Connection.execute`` costs about 40 µs a statement here (execution context, events, result wrapping);
+the driver's ``cursor.execute`` costs 3-8 µs. A sale writes five rows and a status call reads three, so
+those few statements are built with SQLAlchemy Core as usual, compiled once per dialect, and executed on
+the DB-API cursor of the same connection, inside the same transaction. Measured on the sale's writes:
+280 µs per order through ``Connection.execute``, 57 µs through the cursor.
+
+Only statements on tables of plain integers, strings and bytes belong here: no SQLAlchemy type
+processing runs, so values go to the driver and rows come back exactly as the driver has them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import Connection
+from sqlalchemy.sql.expression import Executable
+
+Row = dict[str, Any]
+
+
+class Prepared:
+    """One statement with named bind parameters; every parameter must be given on each call. Where the
+    dialects need different constructs (``ON CONFLICT``), ``per_dialect`` gives one by dialect name."""
+
+    __slots__ = ("_compiled", "_statements")
+
+    def __init__(self, statement: Executable, **per_dialect: Executable) -> None:
+        self._statements = {"": statement, **per_dialect}
+        self._compiled: dict[str, tuple[str, tuple[str, ...] | None]] = {}
+
+    def _sql(self, conn: Connection) -> tuple[str, tuple[str, ...] | None]:
+        name = conn.dialect.name
+        found = self._compiled.get(name)
+        if found is None:
+            statement = self._statements.get(name, self._statements[""])
+            compiled = statement.compile(dialect=conn.dialect)  # type: ignore[attr-defined]
+            positions = compiled.positiontup if conn.dialect.positional else None
+            found = self._compiled[name] = (str(compiled), tuple(positions) if positions is not None else None)
+        return found
+
+    def execute(self, conn: Connection, values: Mapping[str, Any]) -> Any:
+        """Runs the statement in ``conn``'s transaction; returns the driver's cursor."""
+        sql, positions = self._sql(conn)
+        cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+        cursor.execute(sql, [values[name] for name in positions] if positions is not None else values)
+        return cursor
+
+    def first(self, conn: Connection, values: Mapping[str, Any]) -> Row | None:
+        cursor = self.execute(conn, values)
+        row = cursor.fetchone()
+        return None if row is None else dict(zip([d[0] for d in cursor.description], row, strict=True))
+
+    def all(self, conn: Connection, values: Mapping[str, Any]) -> list[Row]:
+        cursor = self.execute(conn, values)
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def scalar(self, conn: Connection, values: Mapping[str, Any]) -> Any:
+        row = self.execute(conn, values).fetchone()
+        return None if row is None else row[0]
