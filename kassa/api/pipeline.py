@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from dataclasses import dataclass
 
 from starlette.requests import Request
 from starlette.responses import Response
 
+from kassa import randomness
 from kassa.api import idempotency
 from kassa.api.context import OperationRequest
 from kassa.api.errors import ApiError, Code, field_error, internal_error
@@ -47,7 +47,7 @@ class Exchange:
 
 
 async def handle(op: Operation, request: Request, services: Services, path_id: str) -> Response:
-    exchange = Exchange(str(uuid.uuid4()))
+    exchange = Exchange(randomness.uuid4())
     token = serial_var.set(exchange.serial)
     started = time.perf_counter()
     try:
@@ -104,7 +104,8 @@ async def _answer(checked: OperationRequest, exchange: Exchange) -> Response:
 
 def public_base(request: Request, services: Services) -> str:
     """Where customers reach the gateway: KASSA_PUBLIC_URL, else the address this request came to."""
-    origin = services.settings.public_url or f"{request.url.scheme}://{request.url.netloc}"
+    host = request.headers.get("host") or request.url.netloc  # read directly: building request.url is slow
+    origin = services.settings.public_url or f"{request.scope['scheme']}://{host}"
     return origin.rstrip("/") + services.settings.prefix
 
 

@@ -25,4 +25,6 @@ def render(
 
 def wants_json(accept: str) -> bool:
     """Media types are case-insensitive (RFC 9110 §8.3.1)."""
+    if accept == JSON_MEDIA_TYPE:  # what clients send nearly always
+        return True
     return any(part.split(";")[0].strip().lower() == JSON_MEDIA_TYPE for part in accept.split(","))

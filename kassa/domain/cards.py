@@ -4,6 +4,7 @@ Error messages never contain the PAN or CVV: they end up in API responses and lo
 """
 
 import datetime
+import functools
 import re
 from dataclasses import dataclass
 from enum import StrEnum
@@ -70,6 +71,9 @@ _IIN_RANGES: tuple[tuple[int, int, int, Brand], ...] = tuple(
 )
 
 
+_IIN_LONGEST = max(length for length, *_ in _IIN_RANGES)
+
+
 def luhn_valid(digits: str) -> bool:
     """Catches most typos before a number reaches the acquirer."""
     if _DIGITS.fullmatch(digits) is None:
@@ -102,8 +106,13 @@ def brand_of(pan: str) -> Brand | None:
     """Works on a full PAN or just its BIN; None means an unrecognised network, which callers may accept."""
     if _DIGITS.fullmatch(pan) is None:
         return None
+    return _brand_of_prefix(pan[:_IIN_LONGEST])
+
+
+@functools.lru_cache(maxsize=4096)  # every sale asks twice (number, then CVV length); few prefixes recur
+def _brand_of_prefix(prefix: str) -> Brand | None:
     for length, first, last, brand in _IIN_RANGES:
-        if len(pan) >= length and first <= int(pan[:length]) <= last:
+        if len(prefix) >= length and first <= int(prefix[:length]) <= last:
             return brand
     return None
 

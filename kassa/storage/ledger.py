@@ -3,12 +3,12 @@ change they account for, balances, and the consistency check operators run."""
 
 from __future__ import annotations
 
-import uuid
 from collections import defaultdict
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, RowMapping, func, insert, select
 
+from kassa import randomness
 from kassa.domain.ledger import Account, Balances, Posting, replay
 from kassa.domain.lifecycle import Stage, TxType
 from kassa.domain.orders import MONEY_IN
@@ -21,7 +21,7 @@ def post(conn: Connection, order: RowMapping, transaction_id: int | None, postin
     if not posting:
         return
     assert sum(delta for _, delta in posting) == 0, "a posting must balance"
-    posting_id = str(uuid.uuid4())
+    posting_id = randomness.uuid4()
     conn.execute(
         _INSERT_ENTRY,
         [

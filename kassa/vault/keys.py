@@ -19,6 +19,8 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from kassa import randomness
+
 _VERSION = b"\x01"
 _NONCE_BYTES = 12
 
@@ -39,7 +41,7 @@ class Vault:
         self._fingerprint_key = _derive(master_key, b"fingerprint")
 
     def encrypt(self, plaintext: str, context: str) -> bytes:
-        nonce = secrets.token_bytes(_NONCE_BYTES)
+        nonce = randomness.token_bytes(_NONCE_BYTES)
         return _VERSION + nonce + self._aead.encrypt(nonce, plaintext.encode(), context.encode())
 
     def decrypt(self, blob: bytes, context: str) -> str:

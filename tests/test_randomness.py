@@ -1,0 +1,30 @@
+"""Random bytes fetched in blocks: never repeated, in this process or a forked one."""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+from kassa import randomness
+
+
+def test_consecutive_draws_never_overlap() -> None:
+    draws = [randomness.token_bytes(12) for _ in range(2000)]  # several blocks
+    assert len(set(draws)) == len(draws)
+
+
+def test_uuid4_is_a_version_4_uuid() -> None:
+    assert uuid.UUID(randomness.uuid4()).version == 4
+
+
+def test_forked_child_never_repeats_the_parents_bytes() -> None:
+    randomness.token_bytes(1)  # the parent now holds a partly used block
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.write(write_end, randomness.token_bytes(64))
+        os._exit(0)
+    os.close(write_end)
+    child = os.read(read_end, 64)
+    os.waitpid(pid, 0)
+    assert child != randomness.token_bytes(64)
