@@ -32,7 +32,7 @@ class EndpointDirectory:
         if cached is not None and cached[0] > now:
             return cached[1]
         try:
-            endpoint = await self._db.read(lambda conn: merchant_store.load_endpoint(conn, endpoint_id))
+            endpoint = await self._db.read_point(lambda conn: merchant_store.load_endpoint(conn, endpoint_id))
         except merchant_store.NotFound:
             return None
         self._cache[endpoint_id] = (now + self._ttl, endpoint)

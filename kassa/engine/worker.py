@@ -88,7 +88,7 @@ class Worker(Consumer):
             await self.db.write(lambda conn: self._fenced(conn, job, timer))
             self.on_final()
             return
-        work = await self.db.read(lambda conn: order_store.load_authorization(conn, job.transaction_id))
+        work = await self.db.read_point(lambda conn: order_store.load_authorization(conn, job.transaction_id))
         if is_final(Stage(work.transaction["stage"])):  # a job left behind by a crash after the outcome
             await self.db.write(lambda conn: self._fenced(conn, job, _nothing_left))
             return

@@ -3,14 +3,13 @@ raw data status gives merchants that run the step themselves."""
 
 from __future__ import annotations
 
-from sqlalchemy import RowMapping
-
 from kassa.domain import money
 from kassa.domain import threeds as tds
 from kassa.pages import urls
+from kassa.storage.prepared import Record
 
 
-def acs_request(base: str, record: RowMapping, tx: RowMapping) -> tuple[str, dict[str, str]]:
+def acs_request(base: str, record: Record, tx: Record) -> tuple[str, dict[str, str]]:
     """The ACS address and the fields to post there: ``creq`` (2.x), or ``PaReq`` and ``MD`` (1.0.2)."""
     if record["version"] == tds.VERSION_1:
         cur = money.currency(tx["currency"])

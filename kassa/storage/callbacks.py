@@ -10,15 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import orjson
-from sqlalchemy import Connection, RowMapping, and_, exists, insert, select, update
+from sqlalchemy import Connection, and_, exists, insert, select, update
 
 from kassa.domain.callbacks import callback_fields
+from kassa.storage.prepared import Record
 from kassa.storage.tables import callback_attempts, callbacks, cards, endpoints, orders
 
 PENDING, DELIVERED, FAILED = "pending", "delivered", "failed"
 
 
-def enqueue(conn: Connection, order: RowMapping, tx: RowMapping, now_ms: int, *, starts_order: bool) -> int:
+def enqueue(conn: Connection, order: Record, tx: Record, now_ms: int, *, starts_order: bool) -> int:
     """Outbox rows for a transaction that reached a final status; returns how many were written."""
     targets = [("notify", order["notify_url"])]
     if starts_order:
@@ -158,7 +159,7 @@ def record(conn: Connection, due: Due, owner: str, attempt: Attempt, retry_at_ms
     return True
 
 
-def listing(conn: Connection, order_id: int | None, state: str | None, limit: int = 100) -> list[RowMapping]:
+def listing(conn: Connection, order_id: int | None, state: str | None, limit: int = 100) -> list[Record]:
     query = select(callbacks).order_by(callbacks.c.id.desc()).limit(limit)
     if order_id is not None:
         query = query.where(callbacks.c.order_id == order_id)
@@ -167,7 +168,7 @@ def listing(conn: Connection, order_id: int | None, state: str | None, limit: in
     return list(conn.execute(query).mappings())
 
 
-def attempts_of(conn: Connection, callback_id: int) -> list[RowMapping]:
+def attempts_of(conn: Connection, callback_id: int) -> list[Record]:
     return list(
         conn.execute(
             select(callback_attempts)

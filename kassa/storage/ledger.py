@@ -6,18 +6,19 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, RowMapping, func, insert, select
+from sqlalchemy import Connection, func, insert, select
 
 from kassa import randomness
 from kassa.domain.ledger import Account, Balances, Posting, replay
 from kassa.domain.lifecycle import Stage, TxType
 from kassa.domain.orders import MONEY_IN
+from kassa.storage.prepared import Record
 from kassa.storage.tables import endpoints, ledger_entries, orders, transactions
 
 _INSERT_ENTRY = insert(ledger_entries)
 
 
-def post(conn: Connection, order: RowMapping, transaction_id: int | None, posting: Posting, now_ms: int) -> None:
+def post(conn: Connection, order: Record, transaction_id: int | None, posting: Posting, now_ms: int) -> None:
     if not posting:
         return
     assert sum(delta for _, delta in posting) == 0, "a posting must balance"

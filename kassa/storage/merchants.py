@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, RowMapping, insert, select
+from sqlalchemy import Connection, insert, select
 
 from kassa.domain.merchants import Endpoint, Merchant, Mode
+from kassa.storage.prepared import Record
 from kassa.storage.tables import endpoints, group_members, merchants
 
 
@@ -114,18 +115,18 @@ def list_endpoints(conn: Connection) -> list[Endpoint]:
     return [load_endpoint(conn, endpoint_id) for endpoint_id in ids]
 
 
-def _endpoint_row(conn: Connection, endpoint_id: int) -> RowMapping:
+def _endpoint_row(conn: Connection, endpoint_id: int) -> Record:
     row = conn.execute(select(endpoints).where(endpoints.c.id == endpoint_id)).mappings().first()
     if row is None:
         raise NotFound(f"no endpoint or group {endpoint_id}")
     return row
 
 
-def _merchant(row: RowMapping) -> Merchant:
+def _merchant(row: Record) -> Merchant:
     return Merchant(row["id"], row["login"], row["control_key"], bool(row["classic"]))
 
 
-def _endpoint(row: RowMapping, merchant: Merchant, members: tuple[Endpoint, ...] = ()) -> Endpoint:
+def _endpoint(row: Record, merchant: Merchant, members: tuple[Endpoint, ...] = ()) -> Endpoint:
     return Endpoint(
         id=row["id"],
         merchant=merchant,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import BindParameter, Connection, RowMapping, Select, bindparam, delete, func, insert, select, update
+from sqlalchemy import BindParameter, Connection, bindparam, delete, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -18,7 +18,7 @@ from kassa.storage import callbacks as callback_store
 from kassa.storage import jobs as job_queue
 from kassa.storage import ledger as ledger_store
 from kassa.storage import threeds as session_store
-from kassa.storage.prepared import Prepared
+from kassa.storage.prepared import Prepared, Record, Row
 from kassa.storage.tables import cards, endpoints, orders, transactions, transient_secrets
 
 
@@ -208,37 +208,32 @@ def _find_started(conn: Connection, endpoint_id: int, client_orderid: str) -> St
 
 @dataclass(frozen=True, slots=True)
 class OrderSnapshot:
-    order: RowMapping
-    transactions: Sequence[RowMapping]  # oldest first
-    card: RowMapping | None
+    order: Record
+    transactions: Sequence[Record]  # oldest first
+    card: Record | None
 
     def state(self) -> OrderState:
         """The order as the order rules see it (multi-capture does not matter for reading amounts)."""
         return _state(self.order, self.transactions, multi_capture=False)
 
 
-def _state(order: RowMapping, txs: Sequence[RowMapping], *, multi_capture: bool) -> OrderState:
+def _state(order: Record, txs: Sequence[Record], *, multi_capture: bool) -> OrderState:
     records = tuple(
         TxRecord(TxType(tx["tx_type"]), Stage(tx["stage"]), tx["amount"], tx["settled_at_ms"] is not None) for tx in txs
     )
     return OrderState(TxType(order["tx_type"]), order["amount"], multi_capture, records)
 
 
-def _order_query(by_id: bool, by_client_orderid: bool) -> Select[Any]:
-    query = select(orders).where(orders.c.endpoint_id.in_(bindparam("endpoint_ids", expanding=True)))
-    if by_id:
-        query = query.where(orders.c.id == bindparam("order_id"))
-    if by_client_orderid:
-        query = query.where(orders.c.client_orderid == bindparam("client_orderid"))
-    return query.limit(1)
-
-
-# Built once (status runs them on every call): the compiled form is reused.
-_ORDER_QUERIES = {(i, c): _order_query(i, c) for i in (True, False) for c in (True, False)}
-_TRANSACTIONS_OF = (
+_ORDER_BY_ID = Prepared(select(orders).where(orders.c.id == bindparam("order_id")))
+_ORDER_BY_CLIENT_ORDERID = Prepared(
+    select(orders).where(
+        orders.c.endpoint_id == bindparam("endpoint_id"), orders.c.client_orderid == bindparam("client_orderid")
+    )
+)
+_TRANSACTIONS_OF = Prepared(
     select(transactions).where(transactions.c.order_id == bindparam("order_id")).order_by(transactions.c.id)
 )
-_CARD = select(cards).where(cards.c.id == bindparam("card_id"))
+_CARD = Prepared(select(cards).where(cards.c.id == bindparam("card_id")))
 
 
 def find_order(
@@ -247,35 +242,51 @@ def find_order(
     order_id: int | None,
     client_orderid: str | None,
 ) -> OrderSnapshot | None:
-    """The order named by id or by ``client_orderid``, when it was made on one of ``endpoint_ids``."""
-    query = _ORDER_QUERIES[(order_id is not None, client_orderid is not None)]
-    params = {"endpoint_ids": list(endpoint_ids), "order_id": order_id, "client_orderid": client_orderid}
-    order = conn.execute(query, params).mappings().first()
+    """The order named by id or by ``client_orderid`` (or both, which must agree), when it was made on
+    one of ``endpoint_ids``."""
+    order = _order_named(conn, endpoint_ids, order_id, client_orderid)
     if order is None:
         return None
-    txs = conn.execute(_TRANSACTIONS_OF, {"order_id": order["id"]}).mappings().all()
+    txs = _TRANSACTIONS_OF.all(conn, {"order_id": order["id"]})
     card = None
     if order["card_id"] is not None:
-        card = conn.execute(_CARD, {"card_id": order["card_id"]}).mappings().first()
+        card = _CARD.first(conn, {"card_id": order["card_id"]})
     return OrderSnapshot(order, txs, card)
+
+
+def _order_named(
+    conn: Connection, endpoint_ids: Sequence[int], order_id: int | None, client_orderid: str | None
+) -> Row | None:
+    if order_id is not None:
+        order = _ORDER_BY_ID.first(conn, {"order_id": order_id})
+        if order is None or order["endpoint_id"] not in endpoint_ids:
+            return None
+        return order if client_orderid in (None, order["client_orderid"]) else None
+    for endpoint_id in endpoint_ids:  # one for an endpoint, a handful for a group
+        order = _ORDER_BY_CLIENT_ORDERID.first(conn, {"endpoint_id": endpoint_id, "client_orderid": client_orderid})
+        if order is not None:
+            return order
+    return None
 
 
 @dataclass(frozen=True, slots=True)
 class AuthorizationWork:
     """What a processor needs to authorize one transaction (ciphertexts: the vault decrypts them)."""
 
-    transaction: RowMapping
-    order: RowMapping
-    card: RowMapping | None
+    transaction: Record
+    order: Record
+    card: Record | None
     cvv_ciphertext: bytes | None
 
 
-_TRANSACTION = select(transactions).where(transactions.c.id == bindparam("tx_id"))
-_ORDER = select(orders).where(orders.c.id == bindparam("order_id"))
-_LOCKED_ORDER = _ORDER.with_for_update()
-_SECRET = select(transient_secrets.c.cvv_ciphertext).where(transient_secrets.c.transaction_id == bindparam("tx_id"))
-_FORGET_SECRET = delete(transient_secrets).where(transient_secrets.c.transaction_id == bindparam("tx_id"))
-_RECORD = (
+_TRANSACTION = Prepared(select(transactions).where(transactions.c.id == bindparam("tx_id")))
+_ORDER = Prepared(select(orders).where(orders.c.id == bindparam("order_id")))
+_LOCKED_ORDER = Prepared(select(orders).where(orders.c.id == bindparam("order_id")).with_for_update())
+_SECRET = Prepared(
+    select(transient_secrets.c.cvv_ciphertext).where(transient_secrets.c.transaction_id == bindparam("tx_id"))
+)
+_FORGET_SECRET = Prepared(delete(transient_secrets).where(transient_secrets.c.transaction_id == bindparam("tx_id")))
+_RECORD = Prepared(
     update(transactions)
     .where(transactions.c.id == bindparam("tx_id"))
     .values(
@@ -291,12 +302,12 @@ _RECORD = (
 
 
 def load_authorization(conn: Connection, transaction_id: int) -> AuthorizationWork:
-    tx = conn.execute(_TRANSACTION, {"tx_id": transaction_id}).mappings().one()
-    order = conn.execute(_ORDER, {"order_id": tx["order_id"]}).mappings().one()
+    tx = _TRANSACTION.one(conn, {"tx_id": transaction_id})
+    order = _ORDER.one(conn, {"order_id": tx["order_id"]})
     card = None
     if order["card_id"] is not None:
-        card = conn.execute(_CARD, {"card_id": order["card_id"]}).mappings().one()
-    cvv = conn.execute(_SECRET, {"tx_id": transaction_id}).scalar()
+        card = _CARD.first(conn, {"card_id": order["card_id"]})
+    cvv = _SECRET.scalar(conn, {"tx_id": transaction_id})
     return AuthorizationWork(tx, order, card, cvv)
 
 
@@ -314,7 +325,7 @@ def record_outcome(conn: Connection, transaction_id: int, outcome: Outcome, now_
     """Moves the transaction to the processor's outcome (as the transition table allows), posts its money
     movement to the ledger when approved, and forgets its CVV, whatever the outcome. Returns how many
     callbacks it queued."""
-    tx = conn.execute(_TRANSACTION, {"tx_id": transaction_id}).mappings().one()
+    tx = _TRANSACTION.one(conn, {"tx_id": transaction_id})
     order = lock_order(conn, tx["order_id"])
     stage = advance(Stage(tx["stage"]), outcome.stage)
     recorded = {
@@ -327,15 +338,15 @@ def record_outcome(conn: Connection, transaction_id: int, outcome: Outcome, now_
         "new_processor_tx_id": outcome.processor_tx_id or tx["processor_tx_id"],
         "now_ms": now_ms,
     }
-    conn.execute(_RECORD, recorded)
+    _RECORD.execute(conn, recorded)
     if stage is Stage.APPROVED:
         _post_approved(conn, order, transaction_id, TxType(tx["tx_type"]), tx["amount"], now_ms)
-    conn.execute(_FORGET_SECRET, {"tx_id": transaction_id})
+    _FORGET_SECRET.execute(conn, {"tx_id": transaction_id})
     return _enqueue_callbacks(conn, order, transaction_id, now_ms) if is_final(stage) else 0
 
 
 def attach_card(
-    conn: Connection, order: RowMapping, transaction_id: int, card: NewCard, cvv_ciphertext: bytes, now_ms: int
+    conn: Connection, order: Record, transaction_id: int, card: NewCard, cvv_ciphertext: bytes, now_ms: int
 ) -> None:
     """The card a hosted form collected: stored, its CVV kept until authorization, processing queued."""
     card_id = _INSERT_CARD.scalar(conn, _card_values(card, order["merchant_id"], now_ms))
@@ -371,19 +382,19 @@ def latest_transaction_id(conn: Connection, order_id: int) -> int:
     )
 
 
-def transaction(conn: Connection, transaction_id: int) -> RowMapping:
+def transaction(conn: Connection, transaction_id: int) -> Record:
     return conn.execute(select(transactions).where(transactions.c.id == transaction_id)).mappings().one()
 
 
-def _enqueue_callbacks(conn: Connection, order: RowMapping, transaction_id: int, now_ms: int) -> int:
+def _enqueue_callbacks(conn: Connection, order: Record, transaction_id: int, now_ms: int) -> int:
     if not (order["server_callback_url"] or order["notify_url"]):
         return 0
-    tx = conn.execute(_TRANSACTION, {"tx_id": transaction_id}).mappings().one()
+    tx = _TRANSACTION.one(conn, {"tx_id": transaction_id})
     return callback_store.enqueue(conn, order, tx, now_ms, starts_order=tx["tx_type"] == order["tx_type"])
 
 
 def _post_approved(
-    conn: Connection, order: RowMapping, transaction_id: int, tx_type: TxType, amount: int, now_ms: int
+    conn: Connection, order: Record, transaction_id: int, tx_type: TxType, amount: int, now_ms: int
 ) -> None:
     if tx_type in ledger.NEEDS_BALANCES:
         balances = ledger_store.order_balances(conn, order["id"])
@@ -394,22 +405,22 @@ def _post_approved(
     ledger_store.post(conn, order, transaction_id, posting, now_ms)
 
 
-def lock_order(conn: Connection, order_id: int) -> RowMapping:
+def lock_order(conn: Connection, order_id: int) -> Record:
     """The order row, locked until the end of the transaction: operations on one order are serialized."""
-    return conn.execute(_LOCKED_ORDER, {"order_id": order_id}).mappings().one()
+    return _LOCKED_ORDER.one(conn, {"order_id": order_id})
 
 
-def multi_capture_of(conn: Connection, order: RowMapping) -> bool:
+def multi_capture_of(conn: Connection, order: Record) -> bool:
     return bool(conn.execute(select(endpoints.c.multi_capture).where(endpoints.c.id == order["endpoint_id"])).scalar())
 
 
-def order_state(conn: Connection, order: RowMapping) -> OrderState:
-    txs = conn.execute(_TRANSACTIONS_OF, {"order_id": order["id"]}).mappings().all()
+def order_state(conn: Connection, order: Record) -> OrderState:
+    txs = _TRANSACTIONS_OF.all(conn, {"order_id": order["id"]})
     return _state(order, txs, multi_capture=multi_capture_of(conn, order))
 
 
 def add_transaction(
-    conn: Connection, order: RowMapping, tx_type: TxType, amount: int, serial: str, now_ms: int, *, stage: Stage
+    conn: Connection, order: Record, tx_type: TxType, amount: int, serial: str, now_ms: int, *, stage: Stage
 ) -> int:
     """A further transaction on an order; one still processing gets a job for the workers."""
     tx_id = int(
@@ -434,7 +445,7 @@ def add_transaction(
     return tx_id
 
 
-def order_for_merchant(conn: Connection, endpoint_ids: Sequence[int], order_id: int) -> RowMapping | None:
+def order_for_merchant(conn: Connection, endpoint_ids: Sequence[int], order_id: int) -> Record | None:
     return (
         conn.execute(select(orders).where(orders.c.id == order_id, orders.c.endpoint_id.in_(endpoint_ids)))
         .mappings()
@@ -442,7 +453,7 @@ def order_for_merchant(conn: Connection, endpoint_ids: Sequence[int], order_id: 
     )
 
 
-def list_orders(conn: Connection, merchant_id: int | None, status: str | None, limit: int) -> list[RowMapping]:
+def list_orders(conn: Connection, merchant_id: int | None, status: str | None, limit: int) -> list[Record]:
     """Orders newest first, each with the stage of its latest transaction."""
     latest = (
         select(transactions.c.order_id, func.max(transactions.c.id).label("tx_id"))

@@ -19,6 +19,8 @@ from sqlalchemy import Connection
 from sqlalchemy.sql.expression import Executable
 
 Row = dict[str, Any]
+# A row read by name: a SQLAlchemy RowMapping (keyed by name or column) or a Row from here alike.
+Record = Mapping[Any, Any]
 
 
 class Prepared:
@@ -52,6 +54,12 @@ class Prepared:
         cursor = self.execute(conn, values)
         row = cursor.fetchone()
         return None if row is None else dict(zip([d[0] for d in cursor.description], row, strict=True))
+
+    def one(self, conn: Connection, values: Mapping[str, Any]) -> Row:
+        row = self.first(conn, values)
+        if row is None:
+            raise LookupError(f"no row for {dict(values)}")
+        return row
 
     def all(self, conn: Connection, values: Mapping[str, Any]) -> list[Row]:
         cursor = self.execute(conn, values)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, RowMapping, insert, select, update
+from sqlalchemy import Connection, insert, select, update
 
+from kassa.storage.prepared import Record
 from kassa.storage.tables import browser_sessions, cards, endpoints, merchants, orders, three_ds, transactions
 
 
@@ -16,16 +17,16 @@ def create(conn: Connection, transaction_id: int, values: dict[str, object], now
     )
 
 
-def of_transaction(conn: Connection, transaction_id: int, *, lock: bool = False) -> RowMapping | None:
+def of_transaction(conn: Connection, transaction_id: int, *, lock: bool = False) -> Record | None:
     query = select(three_ds).where(three_ds.c.transaction_id == transaction_id)
     return conn.execute(query.with_for_update() if lock else query).mappings().first()
 
 
-def by_acs_trans_id(conn: Connection, acs_trans_id: str) -> RowMapping | None:
+def by_acs_trans_id(conn: Connection, acs_trans_id: str) -> Record | None:
     return conn.execute(select(three_ds).where(three_ds.c.acs_trans_id == acs_trans_id)).mappings().first()
 
 
-def by_server_trans_id(conn: Connection, server_trans_id: str) -> RowMapping | None:
+def by_server_trans_id(conn: Connection, server_trans_id: str) -> Record | None:
     return conn.execute(select(three_ds).where(three_ds.c.server_trans_id == server_trans_id)).mappings().first()
 
 
@@ -51,12 +52,12 @@ def open_session(conn: Connection, kind: str, order_id: int, transaction_id: int
     return token
 
 
-def session(conn: Connection, token: str, *, lock: bool = False) -> RowMapping | None:
+def session(conn: Connection, token: str, *, lock: bool = False) -> Record | None:
     query = select(browser_sessions).where(browser_sessions.c.token == token)
     return conn.execute(query.with_for_update() if lock else query).mappings().first()
 
 
-def session_of(conn: Connection, transaction_id: int, kind: str) -> RowMapping | None:
+def session_of(conn: Connection, transaction_id: int, kind: str) -> Record | None:
     return (
         conn.execute(
             select(browser_sessions).where(
@@ -82,16 +83,16 @@ def use_session(conn: Connection, token: str, now_ms: int) -> bool:
 class BrowserContext:
     """Everything a customer page shows or needs about the transaction behind a browser session."""
 
-    session: RowMapping
-    order: RowMapping
-    transaction: RowMapping
-    card: RowMapping | None
-    record: RowMapping | None
+    session: Record
+    order: Record
+    transaction: Record
+    card: Record | None
+    record: Record | None
     descriptor: str
     control_key: str
 
 
-def context_of_transaction(conn: Connection, transaction_id: int, session_row: RowMapping) -> BrowserContext:
+def context_of_transaction(conn: Connection, transaction_id: int, session_row: Record) -> BrowserContext:
     tx = conn.execute(select(transactions).where(transactions.c.id == transaction_id)).mappings().one()
     order = conn.execute(select(orders).where(orders.c.id == tx["order_id"])).mappings().one()
     card = None

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import datetime
 
-from sqlalchemy import RowMapping
-
 from kassa.api.context import OperationRequest, Reply
 from kassa.api.errors import ApiError, Code, field_error
 from kassa.domain import money
@@ -17,6 +15,7 @@ from kassa.pages.steps import acs_request
 from kassa.storage import orders as order_store
 from kassa.storage import threeds as threeds_store
 from kassa.storage.orders import OrderSnapshot
+from kassa.storage.prepared import Record
 
 
 async def status(req: OperationRequest) -> Reply:
@@ -26,7 +25,7 @@ async def status(req: OperationRequest) -> Reply:
     if order_id is None and client_orderid is None:
         raise field_error("orderid", "or client_orderid is required")
     endpoint_ids = req.endpoint.member_ids()
-    snapshot = await req.services.db.read(
+    snapshot = await req.services.db.read_point(
         lambda conn: order_store.find_order(conn, endpoint_ids, order_id, client_orderid)
     )
     if snapshot is None:
@@ -41,7 +40,7 @@ async def status(req: OperationRequest) -> Reply:
     return reply
 
 
-async def _browser_step(req: OperationRequest, tx: RowMapping) -> Reply:
+async def _browser_step(req: OperationRequest, tx: Record) -> Reply:
     """What the customer's browser must do next: the gateway page (``html``, ``redirect-to``), and the
     raw 3-D Secure data for merchants that run the step themselves (CONTRACT §8)."""
     record, session = await req.services.db.read(
@@ -67,7 +66,7 @@ async def _browser_step(req: OperationRequest, tx: RowMapping) -> Reply:
     return step
 
 
-def _reported_transaction(snapshot: OrderSnapshot, serial: str | None) -> RowMapping:
+def _reported_transaction(snapshot: OrderSnapshot, serial: str | None) -> Record:
     if serial is None:
         return snapshot.transactions[-1]
     for tx in snapshot.transactions:
@@ -76,7 +75,7 @@ def _reported_transaction(snapshot: OrderSnapshot, serial: str | None) -> RowMap
     raise ApiError(Code.NOT_FOUND, "no transaction with that by-request-sn in this order")
 
 
-def _status_fields(req: OperationRequest, snapshot: OrderSnapshot, tx: RowMapping) -> Reply:
+def _status_fields(req: OperationRequest, snapshot: OrderSnapshot, tx: Record) -> Reply:
     order, card = snapshot.order, snapshot.card
     state = snapshot.state()
     stage = Stage(tx["stage"])
@@ -113,7 +112,7 @@ def _status_fields(req: OperationRequest, snapshot: OrderSnapshot, tx: RowMappin
     return reply
 
 
-def _card_fields(card: RowMapping) -> Reply:
+def _card_fields(card: Record) -> Reply:
     fields = {
         "bin": card["bin"],
         "last-four-digits": card["last_four"],
