@@ -12,7 +12,7 @@ from functools import partial
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import httpx
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 
 from kassa.clock import now_ms
 from kassa.domain.callbacks import retry_delay_ms, signed
@@ -21,7 +21,6 @@ from kassa.engine.polling import Consumer
 from kassa.storage import callbacks as store
 from kassa.storage.callbacks import Attempt, Due
 from kassa.storage.database import Database
-from kassa.storage.tables import merchants
 
 log = logging.getLogger("kassa.callbacks")
 
@@ -60,12 +59,7 @@ class CallbackDispatcher(Consumer):
         return store.claim(conn, self.owner, now, int(self.config.lease_seconds * 1000), _BATCH)
 
     async def _deliver(self, client: httpx.AsyncClient, due: Due) -> None:
-        key = await self.db.read(
-            lambda conn: conn.execute(
-                select(merchants.c.control_key).where(merchants.c.id == due.merchant_id)
-            ).scalar_one()
-        )
-        url = with_query(due.url, signed(due.fields, key))
+        url = with_query(due.url, signed(due.fields, due.control_key))
         attempt = await self._attempt(client, due, url)
         attempts = due.attempts + 1
         retry_at = None

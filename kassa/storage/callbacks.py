@@ -8,13 +8,14 @@ an order for a given URL: each receiver sees one order's events in transaction o
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
-from sqlalchemy import Connection, and_, exists, insert, select, update
+from sqlalchemy import Connection, Select, and_, bindparam, exists, insert, literal_column, null, select, update
 
 from kassa.domain.callbacks import callback_fields
-from kassa.storage.prepared import Record
-from kassa.storage.tables import callback_attempts, callbacks, cards, endpoints, orders
+from kassa.storage.prepared import Prepared, Record
+from kassa.storage.tables import callback_attempts, callbacks, cards, endpoints, merchants, orders
 
 PENDING, DELIVERED, FAILED = "pending", "delivered", "failed"
 
@@ -29,29 +30,32 @@ def enqueue(conn: Connection, order: Record, tx: Record, now_ms: int, *, starts_
         return 0
     card = None
     if order["card_id"] is not None:
-        card = conn.execute(select(cards).where(cards.c.id == order["card_id"])).mappings().one()
-    descriptor = conn.execute(select(endpoints.c.descriptor).where(endpoints.c.id == order["endpoint_id"])).scalar()
+        card = _CARD.one(conn, {"card_id": order["card_id"]})
+    descriptor = _DESCRIPTOR.scalar(conn, {"endpoint_id": order["endpoint_id"]})
     fields = orjson.dumps(
         callback_fields(order=dict(order), tx=dict(tx), card=dict(card) if card else None, descriptor=descriptor or "")
     ).decode()
-    conn.execute(
-        insert(callbacks),
-        [
-            {
-                "order_id": order["id"],
-                "transaction_id": tx["id"],
-                "kind": kind,
-                "url": url,
-                "fields": fields,
-                "state": PENDING,
-                "attempts": 0,
-                "next_attempt_at_ms": now_ms,
-                "created_at_ms": now_ms,
-            }
-            for kind, url in targets
-        ],
-    )
+    for kind, url in targets:
+        row = {"order_id": order["id"], "tx_id": tx["id"], "kind": kind, "url": url, "fields": fields, "now_ms": now_ms}
+        _INSERT.execute(conn, row)
     return len(targets)
+
+
+_CARD = Prepared(select(cards).where(cards.c.id == bindparam("card_id")))
+_DESCRIPTOR = Prepared(select(endpoints.c.descriptor).where(endpoints.c.id == bindparam("endpoint_id")))
+_INSERT = Prepared(
+    insert(callbacks).values(
+        order_id=bindparam("order_id"),
+        transaction_id=bindparam("tx_id"),
+        kind=bindparam("kind"),
+        url=bindparam("url"),
+        fields=bindparam("fields"),
+        state=literal_column(f"'{PENDING}'"),  # constants in the SQL text: only bind parameters are named
+        attempts=literal_column("0"),
+        next_attempt_at_ms=bindparam("now_ms"),
+        created_at_ms=bindparam("now_ms"),
+    )
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +67,10 @@ class Due:
     attempts: int
     merchant_id: int
     live: bool
+    control_key: str
 
 
-def claim(conn: Connection, owner: str, now_ms: int, lease_ms: int, limit: int) -> list[Due]:
+def _due_query() -> Select[Any]:
     earlier = callbacks.alias("earlier")
     blocked = exists().where(
         and_(
@@ -75,31 +80,44 @@ def claim(conn: Connection, owner: str, now_ms: int, lease_ms: int, limit: int) 
             earlier.c.state == PENDING,
         )
     )
-    due = (
+    return (
         select(callbacks.c.id)
         .where(
             callbacks.c.state == PENDING,
-            callbacks.c.next_attempt_at_ms <= now_ms,
-            callbacks.c.lease_until_ms.is_(None) | (callbacks.c.lease_until_ms < now_ms),
+            callbacks.c.next_attempt_at_ms <= bindparam("now_ms"),
+            callbacks.c.lease_until_ms.is_(None) | (callbacks.c.lease_until_ms < bindparam("now_ms")),
             ~blocked,
         )
         .order_by(callbacks.c.next_attempt_at_ms, callbacks.c.id)
-        .limit(limit)
+        .limit(bindparam("limit"))
         .with_for_update(skip_locked=True)
     )
-    ids = list(conn.execute(due).scalars())
+
+
+# Built once: SQLAlchemy reuses their compiled form on every claim.
+_DUE = _due_query()
+_LEASE = (
+    update(callbacks)
+    .where(callbacks.c.id.in_(bindparam("ids", expanding=True)))
+    .values(lease_owner=bindparam("owner"), lease_until_ms=bindparam("until_ms"))
+)
+_CLAIMED = (
+    select(callbacks, orders.c.merchant_id, endpoints.c.mode, merchants.c.control_key)
+    .join(orders, orders.c.id == callbacks.c.order_id)
+    .join(endpoints, endpoints.c.id == orders.c.endpoint_id)
+    .join(merchants, merchants.c.id == orders.c.merchant_id)
+    .where(callbacks.c.id.in_(bindparam("ids", expanding=True)))
+    .order_by(callbacks.c.id)
+)
+
+
+def claim(conn: Connection, owner: str, now_ms: int, lease_ms: int, limit: int) -> list[Due]:
+    """Due callbacks, leased to ``owner``, each with the control key that signs it (read in the same
+    transaction, so a key changed by an operator applies to the next attempt)."""
+    ids = list(conn.execute(_DUE, {"now_ms": now_ms, "limit": limit}).scalars())
     if not ids:
         return []
-    conn.execute(
-        update(callbacks).where(callbacks.c.id.in_(ids)).values(lease_owner=owner, lease_until_ms=now_ms + lease_ms)
-    )
-    rows = conn.execute(
-        select(callbacks, orders.c.merchant_id, endpoints.c.mode)
-        .join(orders, orders.c.id == callbacks.c.order_id)
-        .join(endpoints, endpoints.c.id == orders.c.endpoint_id)
-        .where(callbacks.c.id.in_(ids))
-        .order_by(callbacks.c.id)
-    ).mappings()
+    conn.execute(_LEASE, {"ids": ids, "owner": owner, "until_ms": now_ms + lease_ms})
     return [
         Due(
             r["id"],
@@ -109,8 +127,9 @@ def claim(conn: Connection, owner: str, now_ms: int, lease_ms: int, limit: int) 
             r["attempts"],
             r["merchant_id"],
             r["mode"] == "live",
+            r["control_key"],
         )
-        for r in rows
+        for r in conn.execute(_CLAIMED, {"ids": ids}).mappings()
     ]
 
 
@@ -130,33 +149,55 @@ class Attempt:
 def record(conn: Connection, due: Due, owner: str, attempt: Attempt, retry_at_ms: int | None) -> bool:
     """Logs the attempt and moves the callback on: delivered, pending again at ``retry_at_ms``, or failed
     (no retry left). False when this worker's lease was lost: nothing is written then."""
-    held = conn.execute(
-        select(callbacks.c.id).where(callbacks.c.id == due.id, callbacks.c.lease_owner == owner).with_for_update()
-    ).first()
-    if held is None:
+    if _HELD.first(conn, {"id": due.id, "owner": owner}) is None:
         return False
-    conn.execute(
-        insert(callback_attempts).values(
-            callback_id=due.id,
-            at_ms=attempt.at_ms,
-            url=attempt.url,
-            http_status=attempt.http_status,
-            error=attempt.error,
-            latency_ms=attempt.latency_ms,
+    logged = {"id": due.id, "at_ms": attempt.at_ms, "url": attempt.url, "http_status": attempt.http_status}
+    _LOG_ATTEMPT.execute(conn, {**logged, "error": attempt.error, "latency_ms": attempt.latency_ms})
+    if attempt.delivered:
+        _DELIVERED.execute(conn, {"id": due.id, "at_ms": attempt.at_ms})
+    elif retry_at_ms is None:
+        _FAILED.execute(conn, {"id": due.id})
+    else:
+        _RETRY.execute(conn, {"id": due.id, "retry_at_ms": retry_at_ms})
+    return True
+
+
+_HELD = Prepared(
+    select(callbacks.c.id)
+    .where(callbacks.c.id == bindparam("id"), callbacks.c.lease_owner == bindparam("owner"))
+    .with_for_update()
+)
+_LOG_ATTEMPT = Prepared(
+    insert(callback_attempts).values(
+        callback_id=bindparam("id"),
+        at_ms=bindparam("at_ms"),
+        url=bindparam("url"),
+        http_status=bindparam("http_status"),
+        error=bindparam("error"),
+        latency_ms=bindparam("latency_ms"),
+    )
+)
+
+
+def _moved_on(state: str, **changes: Any) -> Prepared:
+    """The callback after an attempt: one more attempt counted, the lease released, ``state`` set."""
+    statement = (
+        update(callbacks)
+        .where(callbacks.c.id == bindparam("id"))
+        .values(
+            attempts=callbacks.c.attempts + literal_column("1"),
+            lease_owner=null(),
+            lease_until_ms=null(),
+            state=literal_column(f"'{state}'"),
+            **changes,
         )
     )
-    if attempt.delivered:
-        changes = {"state": DELIVERED, "delivered_at_ms": attempt.at_ms}
-    elif retry_at_ms is None:
-        changes = {"state": FAILED}
-    else:
-        changes = {"state": PENDING, "next_attempt_at_ms": retry_at_ms}
-    conn.execute(
-        update(callbacks)
-        .where(callbacks.c.id == due.id)
-        .values(attempts=callbacks.c.attempts + 1, lease_owner=None, lease_until_ms=None, **changes)
-    )
-    return True
+    return Prepared(statement)
+
+
+_DELIVERED = _moved_on(DELIVERED, delivered_at_ms=bindparam("at_ms"))
+_FAILED = _moved_on(FAILED)
+_RETRY = _moved_on(PENDING, next_attempt_at_ms=bindparam("retry_at_ms"))
 
 
 def listing(conn: Connection, order_id: int | None, state: str | None, limit: int = 100) -> list[Record]:

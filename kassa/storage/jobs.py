@@ -45,22 +45,22 @@ def claim(conn: Connection, owner: str, now_ms: int, lease_ms: int, limit: int) 
     return [Job(r.id, r.kind, r.transaction_id, r.attempts) for r in conn.execute(_CLAIM, params).all()]
 
 
-_HELD = (
+_HELD = Prepared(
     select(jobs.c.id)
     .where(jobs.c.id == bindparam("job_id"), jobs.c.lease_owner == bindparam("owner"))
     .with_for_update()
 )
-_FINISH = delete(jobs).where(jobs.c.id == bindparam("job_id"))
+_FINISH = Prepared(delete(jobs).where(jobs.c.id == bindparam("job_id")))
 
 
 def still_held(conn: Connection, job: Job, owner: str) -> bool:
     """Locks the job row and tells whether this worker's lease still holds (a fence against a worker
     that stalled past its lease while another took the job over)."""
-    return conn.execute(_HELD, {"job_id": job.id, "owner": owner}).first() is not None
+    return _HELD.first(conn, {"job_id": job.id, "owner": owner}) is not None
 
 
 def finish(conn: Connection, job: Job) -> None:
-    conn.execute(_FINISH, {"job_id": job.id})
+    _FINISH.execute(conn, {"job_id": job.id})
 
 
 def retry_later(conn: Connection, job: Job, owner: str, run_at_ms: int) -> None:

@@ -6,39 +6,42 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, func, insert, select
+from sqlalchemy import Connection, bindparam, func, insert, select
 
 from kassa import randomness
 from kassa.domain.ledger import Account, Balances, Posting, replay
 from kassa.domain.lifecycle import Stage, TxType
 from kassa.domain.orders import MONEY_IN
-from kassa.storage.prepared import Record
+from kassa.storage.prepared import Prepared, Record
 from kassa.storage.tables import endpoints, ledger_entries, orders, transactions
 
-_INSERT_ENTRY = insert(ledger_entries)
+_INSERT_ENTRY = Prepared(
+    insert(ledger_entries).values(
+        {
+            **{
+                name: bindparam(name)
+                for name in ("merchant_id", "currency", "account", "amount", "order_id", "transaction_id", "posting")
+            },
+            "created_at_ms": bindparam("now_ms"),
+        }
+    )
+)
 
 
 def post(conn: Connection, order: Record, transaction_id: int | None, posting: Posting, now_ms: int) -> None:
     if not posting:
         return
     assert sum(delta for _, delta in posting) == 0, "a posting must balance"
-    posting_id = randomness.uuid4()
-    conn.execute(
-        _INSERT_ENTRY,
-        [
-            {
-                "merchant_id": order["merchant_id"],
-                "currency": order["currency"],
-                "account": account.value,
-                "amount": delta,
-                "order_id": order["id"],
-                "transaction_id": transaction_id,
-                "posting": posting_id,
-                "created_at_ms": now_ms,
-            }
-            for account, delta in posting
-        ],
-    )
+    entry = {
+        "merchant_id": order["merchant_id"],
+        "currency": order["currency"],
+        "order_id": order["id"],
+        "transaction_id": transaction_id,
+        "posting": randomness.uuid4(),
+        "now_ms": now_ms,
+    }
+    for account, delta in posting:
+        _INSERT_ENTRY.execute(conn, {**entry, "account": account.value, "amount": delta})
 
 
 def order_balances(conn: Connection, order_id: int) -> Balances:
