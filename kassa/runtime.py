@@ -49,10 +49,11 @@ class Services:
     scheduler: Scheduler | None = None
     dispatcher: CallbackDispatcher | None = None
 
-    def wake_workers(self) -> None:
+    def wake_workers(self, *, callbacks: bool = True) -> None:
+        """New jobs, and unless told otherwise new callbacks, were committed by a request."""
         for worker in self.workers:
             worker.wake()
-        if self.dispatcher is not None:  # a request may have written callbacks (an expiry, a direct cancel)
+        if callbacks and self.dispatcher is not None:  # an expiry, a direct cancel: callbacks at once
             self.dispatcher.wake()
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, Select, and_, bindparam, exists, insert, literal_column, null, select, update
+from sqlalchemy import Connection, and_, bindparam, exists, insert, select, update
 
 from kassa.domain.callbacks import callback_fields
 from kassa.storage.prepared import Prepared, Record
@@ -50,8 +50,8 @@ _INSERT = Prepared(
         kind=bindparam("kind"),
         url=bindparam("url"),
         fields=bindparam("fields"),
-        state=literal_column(f"'{PENDING}'"),  # constants in the SQL text: only bind parameters are named
-        attempts=literal_column("0"),
+        state=PENDING,
+        attempts=0,
         next_attempt_at_ms=bindparam("now_ms"),
         created_at_ms=bindparam("now_ms"),
     )
@@ -70,7 +70,9 @@ class Due:
     control_key: str
 
 
-def _due_query() -> Select[Any]:
+def _claim_statement() -> Prepared:
+    """Leases the due callbacks, oldest first, skipping any with an earlier pending one for the same
+    order and URL (one order's events reach a receiver in order)."""
     earlier = callbacks.alias("earlier")
     blocked = exists().where(
         and_(
@@ -80,7 +82,7 @@ def _due_query() -> Select[Any]:
             earlier.c.state == PENDING,
         )
     )
-    return (
+    due = (
         select(callbacks.c.id)
         .where(
             callbacks.c.state == PENDING,
@@ -92,45 +94,45 @@ def _due_query() -> Select[Any]:
         .limit(bindparam("limit"))
         .with_for_update(skip_locked=True)
     )
+    return Prepared(
+        update(callbacks)
+        .where(callbacks.c.id.in_(due.scalar_subquery()))
+        .values(lease_owner=bindparam("owner"), lease_until_ms=bindparam("until_ms"))
+        .returning(callbacks.c.id, callbacks.c.order_id, callbacks.c.url, callbacks.c.fields, callbacks.c.attempts)
+    )
 
 
-# Built once: SQLAlchemy reuses their compiled form on every claim.
-_DUE = _due_query()
-_LEASE = (
-    update(callbacks)
-    .where(callbacks.c.id.in_(bindparam("ids", expanding=True)))
-    .values(lease_owner=bindparam("owner"), lease_until_ms=bindparam("until_ms"))
-)
-_CLAIMED = (
-    select(callbacks, orders.c.merchant_id, endpoints.c.mode, merchants.c.control_key)
-    .join(orders, orders.c.id == callbacks.c.order_id)
+_CLAIM = _claim_statement()
+_SIGNER = Prepared(
+    select(orders.c.merchant_id, endpoints.c.mode, merchants.c.control_key)
     .join(endpoints, endpoints.c.id == orders.c.endpoint_id)
     .join(merchants, merchants.c.id == orders.c.merchant_id)
-    .where(callbacks.c.id.in_(bindparam("ids", expanding=True)))
-    .order_by(callbacks.c.id)
+    .where(orders.c.id == bindparam("order_id"))
 )
 
 
 def claim(conn: Connection, owner: str, now_ms: int, lease_ms: int, limit: int) -> list[Due]:
     """Due callbacks, leased to ``owner``, each with the control key that signs it (read in the same
     transaction, so a key changed by an operator applies to the next attempt)."""
-    ids = list(conn.execute(_DUE, {"now_ms": now_ms, "limit": limit}).scalars())
-    if not ids:
-        return []
-    conn.execute(_LEASE, {"ids": ids, "owner": owner, "until_ms": now_ms + lease_ms})
-    return [
-        Due(
-            r["id"],
-            r["order_id"],
-            r["url"],
-            orjson.loads(r["fields"]),
-            r["attempts"],
-            r["merchant_id"],
-            r["mode"] == "live",
-            r["control_key"],
+    leased = _CLAIM.all(conn, {"now_ms": now_ms, "limit": limit, "owner": owner, "until_ms": now_ms + lease_ms})
+    claimed = []
+    for row in sorted(leased, key=lambda r: r["id"]):
+        signer = _SIGNER.one(conn, {"order_id": row["order_id"]})
+        fields = orjson.loads(row["fields"])
+        live = signer["mode"] == "live"
+        claimed.append(
+            Due(
+                row["id"],
+                row["order_id"],
+                row["url"],
+                fields,
+                row["attempts"],
+                signer["merchant_id"],
+                live,
+                signer["control_key"],
+            )
         )
-        for r in conn.execute(_CLAIMED, {"ids": ids}).mappings()
-    ]
+    return claimed
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,10 +187,10 @@ def _moved_on(state: str, **changes: Any) -> Prepared:
         update(callbacks)
         .where(callbacks.c.id == bindparam("id"))
         .values(
-            attempts=callbacks.c.attempts + literal_column("1"),
-            lease_owner=null(),
-            lease_until_ms=null(),
-            state=literal_column(f"'{state}'"),
+            attempts=callbacks.c.attempts + 1,
+            lease_owner=None,
+            lease_until_ms=None,
+            state=state,
             **changes,
         )
     )

@@ -190,7 +190,8 @@ def _sqlite_engine(url: str, synchronous: str, *, writer: bool, pool_size: int) 
     def _on_begin(conn: Connection) -> None:
         # A writer takes the lock up front (IMMEDIATE), so two processes never deadlock upgrading a read
         # lock; a reader's deferred BEGIN gives it a consistent WAL snapshot without blocking writers.
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if writer else "BEGIN")
+        # On the driver's cursor: through exec_driver_sql it cost 40 µs, more than a read by key.
+        conn.connection.driver_connection.execute("BEGIN IMMEDIATE" if writer else "BEGIN")  # type: ignore[union-attr]
 
     return engine
 

@@ -32,7 +32,7 @@ _DUE = (
     .limit(bindparam("batch"))
     .with_for_update(skip_locked=True)
 )
-_CLAIM = (
+_CLAIM = Prepared(
     update(jobs)
     .where(jobs.c.id.in_(_DUE.scalar_subquery()))
     .values(lease_owner=bindparam("owner"), lease_until_ms=bindparam("until_ms"), attempts=jobs.c.attempts + 1)
@@ -42,7 +42,8 @@ _CLAIM = (
 
 def claim(conn: Connection, owner: str, now_ms: int, lease_ms: int, limit: int) -> list[Job]:
     params = {"now_ms": now_ms, "batch": limit, "owner": owner, "until_ms": now_ms + lease_ms}
-    return [Job(r.id, r.kind, r.transaction_id, r.attempts) for r in conn.execute(_CLAIM, params).all()]
+    claimed = _CLAIM.all(conn, params)
+    return [Job(r["id"], r["kind"], r["transaction_id"], r["attempts"]) for r in sorted(claimed, key=lambda r: r["id"])]
 
 
 _HELD = Prepared(

@@ -13,6 +13,7 @@ processing runs, so values go to the driver and rows come back exactly as the dr
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection
@@ -23,31 +24,46 @@ Row = dict[str, Any]
 Record = Mapping[Any, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class _Compiled:
+    sql: str
+    positions: tuple[str, ...] | None  # parameter names in order, for drivers that bind by position
+    constants: dict[str, Any]  # values SQLAlchemy bound itself (``x + 1``, ``LIMIT ? OFFSET 0``)
+
+    def parameters(self, values: Mapping[str, Any]) -> Any:
+        if self.positions is None:
+            return {**self.constants, **values} if self.constants else values
+        if self.constants:
+            return [values[n] if n in values else self.constants[n] for n in self.positions]
+        return [values[n] for n in self.positions]
+
+
 class Prepared:
-    """One statement with named bind parameters; every parameter must be given on each call. Where the
+    """One statement; every ``bindparam(name)`` without a value must be given on each call. Where the
     dialects need different constructs (``ON CONFLICT``), ``per_dialect`` gives one by dialect name."""
 
     __slots__ = ("_compiled", "_statements")
 
     def __init__(self, statement: Executable, **per_dialect: Executable) -> None:
         self._statements = {"": statement, **per_dialect}
-        self._compiled: dict[str, tuple[str, tuple[str, ...] | None]] = {}
+        self._compiled: dict[str, _Compiled] = {}
 
-    def _sql(self, conn: Connection) -> tuple[str, tuple[str, ...] | None]:
+    def _for(self, conn: Connection) -> _Compiled:
         name = conn.dialect.name
         found = self._compiled.get(name)
         if found is None:
             statement = self._statements.get(name, self._statements[""])
             compiled = statement.compile(dialect=conn.dialect)  # type: ignore[attr-defined]
-            positions = compiled.positiontup if conn.dialect.positional else None
-            found = self._compiled[name] = (str(compiled), tuple(positions) if positions is not None else None)
+            positions = tuple(compiled.positiontup) if conn.dialect.positional else None
+            constants = {n: b.effective_value for n, b in compiled.binds.items() if not b.required}
+            found = self._compiled[name] = _Compiled(str(compiled), positions, constants)
         return found
 
     def execute(self, conn: Connection, values: Mapping[str, Any]) -> Any:
         """Runs the statement in ``conn``'s transaction; returns the driver's cursor."""
-        sql, positions = self._sql(conn)
+        compiled = self._for(conn)
         cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
-        cursor.execute(sql, [values[name] for name in positions] if positions is not None else values)
+        cursor.execute(compiled.sql, compiled.parameters(values))
         return cursor
 
     def first(self, conn: Connection, values: Mapping[str, Any]) -> Row | None:

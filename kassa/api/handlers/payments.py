@@ -62,7 +62,7 @@ async def start_card_order(req: OperationRequest, tx_type: TxType, *, hosted: bo
     if not started.created and started.request_fingerprint != new.request_fingerprint:
         raise ApiError(Code.DUPLICATE, "client_orderid was already used with different fields")
     if started.created:
-        req.services.wake_workers()
+        req.services.wake_workers(callbacks=False)  # a new order has no callbacks yet: no empty claim
     reply = async_reply(started.serial, req.values["client_orderid"], started.order_id, started.endpoint_id)
     if started.form_token is not None:
         reply["type"] = "async-form-response"
