@@ -328,21 +328,21 @@ def record_outcome(conn: Connection, transaction_id: int, outcome: Outcome, now_
     tx = _TRANSACTION.one(conn, {"tx_id": transaction_id})
     order = lock_order(conn, tx["order_id"])
     stage = advance(Stage(tx["stage"]), outcome.stage)
-    recorded = {
-        "tx_id": transaction_id,
-        "new_stage": stage.value,
-        "new_error_code": outcome.error_code,
-        "new_error_message": outcome.error_message,
-        "new_approval_code": outcome.approval_code or tx["approval_code"],
-        "new_processor_rrn": outcome.processor_rrn or tx["processor_rrn"],
-        "new_processor_tx_id": outcome.processor_tx_id or tx["processor_tx_id"],
-        "now_ms": now_ms,
+    changes = {
+        "stage": stage.value,
+        "error_code": outcome.error_code,
+        "error_message": outcome.error_message,
+        "approval_code": outcome.approval_code or tx["approval_code"],
+        "processor_rrn": outcome.processor_rrn or tx["processor_rrn"],
+        "processor_tx_id": outcome.processor_tx_id or tx["processor_tx_id"],
     }
-    _RECORD.execute(conn, recorded)
+    _RECORD.execute(conn, {"tx_id": transaction_id, "now_ms": now_ms, **{f"new_{k}": v for k, v in changes.items()}})
     if stage is Stage.APPROVED:
         _post_approved(conn, order, transaction_id, TxType(tx["tx_type"]), tx["amount"], now_ms)
     _FORGET_SECRET.execute(conn, {"tx_id": transaction_id})
-    return _enqueue_callbacks(conn, order, transaction_id, now_ms) if is_final(stage) else 0
+    if not is_final(stage):
+        return 0
+    return _enqueue_callbacks(conn, order, {**tx, **changes, "updated_at_ms": now_ms}, now_ms)
 
 
 def attach_card(
@@ -386,10 +386,10 @@ def transaction(conn: Connection, transaction_id: int) -> Record:
     return conn.execute(select(transactions).where(transactions.c.id == transaction_id)).mappings().one()
 
 
-def _enqueue_callbacks(conn: Connection, order: Record, transaction_id: int, now_ms: int) -> int:
+def _enqueue_callbacks(conn: Connection, order: Record, tx: Record, now_ms: int) -> int:
+    """``tx`` as it now stands in the database."""
     if not (order["server_callback_url"] or order["notify_url"]):
         return 0
-    tx = _TRANSACTION.one(conn, {"tx_id": transaction_id})
     return callback_store.enqueue(conn, order, tx, now_ms, starts_order=tx["tx_type"] == order["tx_type"])
 
 
@@ -441,7 +441,7 @@ def add_transaction(
         job_queue.add(conn, "process", tx_id, run_at_ms=now_ms, now_ms=now_ms)
     elif stage is Stage.APPROVED:
         _post_approved(conn, order, tx_id, tx_type, amount, now_ms)
-        _enqueue_callbacks(conn, order, tx_id, now_ms)
+        _enqueue_callbacks(conn, order, _TRANSACTION.one(conn, {"tx_id": tx_id}), now_ms)
     return tx_id
 
 
