@@ -178,8 +178,10 @@ METHOD = """## What is measured
   *vs ceiling* is the share of that bound Kassa reaches.
 - **sale acceptance**: `POST /paynet/api/v2/sale/{endpoint}` with a sandbox card (CVV2 123), every
   request a distinct `client_orderid` with its correct `control`; all bodies are built before the run.
-  The answer is `async-response`; the job worker inside the same server process processes the sale
-  meanwhile, so its CPU cost is part of the number (as in production).
+  The answer is `async-response`. The server is API-only (`kassa serve --workers 0`, the deployment
+  where `kassa worker` processes elsewhere), because issue 6 defines acceptance as signature check,
+  validation, durable write of order and job, answer; processing and callbacks are measured by the end to
+  end run, with the worker inside the same process as by default.
 - **status by orderid**: `POST /paynet/api/v2/status/{endpoint}` with `login`, `orderid`, `control`,
   cycling through the sales created (and settled by the worker) before the run.
 - **peer** (`bench/peer.py`): [localstripe](https://github.com/adrienverge/localstripe), a fake but
@@ -246,31 +248,69 @@ METHOD = """## What is measured
 
 ## Where the time goes (profiles, 2026-11-22)
 
-Profiled with py-spy (`--gil`, samples while holding the interpreter lock) under the sale and status
-runs. The server process is CPU-bound in every Kassa scenario; neither the database nor wrk is.
+Tools: py-spy on the running server (`--gil`: samples while holding the interpreter lock), process CPU
+per request (`/proc/PID/stat` before and after a run), and cProfile plus per-unit thread CPU time in an
+in-process harness that drives the ASGI app, the job worker and the dispatcher against a real receiver.
+Every Kassa scenario is CPU-bound in the one server process; neither the database nor the load is.
 
-- **Sale, SQLite**: the writer thread that group-commits all writes held the lock about 75% of the
-  time. Before the first optimisation half of that was SQLAlchemy rebuilding cache keys for
-  `insert(t).values(...)` built per call; statements are now built once and executed with parameters
-  (595 -> 1,030 sales/s in short runs). The callback dispatcher then showed at 20%: it was woken, and
-  claimed through the writer, after every outcome, callbacks or not; it is now woken only when an
-  outcome queued callbacks (-> 1,243). Group commit now runs units without savepoints and replays the
-  batch with a savepoint per unit only when one fails (-> 1,465). What is left is SQLAlchemy's
-  per-statement execution (about 60-100 µs each) times the statements of a sale: 5 to accept it, about
-  10 more in the job worker of the same process (claim, load, record outcome with its ledger posting,
-  delete the CVV and the job). The worker shares the one writer with the API; full runs of the same
-  code gave 1,027 and 1,651 sales/s on SQLite, so read single runs with care.
-- **Status**: the request path itself (uvicorn, parsing, validation, signature) costs about 0.1 ms (an
-  early refusal runs at ~8k req/s); the read costs the rest: the hop to the reader thread pool and three
-  point queries through SQLAlchemy. Operation POSTs now bypass Starlette's middleware and route scan.
-- **Sale, PostgreSQL**: about 9 commits per sale end to end (1 to accept, the rest in the worker), each
-  a round trip; PostgreSQL's backends use 0.4-0.55 of a core.
+**Sale acceptance, SQLite: about 280 µs of CPU per sale** (the ceiling app: about 40 µs per request).
+- uvicorn and httptools: about 35 µs, the ceiling's own cost.
+- The request path on the event loop: about 140 µs. It covers form parsing (10), field validation (12),
+  the control check, two AES-GCM encryptions and two HMAC fingerprints (6), the request fingerprint,
+  building the order, and Starlette's request and response objects with their futures.
+- The writer thread: about 67 µs for the five inserts (card, order, transaction, CVV, job), run through
+  the driver's cursor, then group-committed with `synchronous=FULL`.
+- The rest: hand-offs of the interpreter lock between the event loop and the writer thread. Each sqlite3
+  call releases the lock and must win it back.
+- Half the ceiling, about 75 µs per sale in all, is less than parsing, validating, encrypting and writing
+  cost in CPython before any HTTP. The profile puts the limit of this design at about 4,000 sales/s per
+  core, and the measured rate sits below it.
 
-The targets of issue 6 (sale at least 0.5 and status 0.7 of the ceiling) need a leaner storage path: fewer
-statements per sale (one multi-row write for card, order, transaction, secret and job), the worker
-batching outcomes, reads of point lookups without a thread hop, and PostgreSQL through asyncpg. The
-storage runner (`kassa/storage/database.py`) is the seam where that can happen without touching the
-domain or the API.
+**Changes in this session, each measured:**
+- SQLAlchemy's `Connection.execute` replaced by statements compiled once and run on the driver's cursor
+  (`kassa/storage/prepared.py`): 280 -> 66 µs per order in the writer.
+- A savepoint and `IntegrityError` replaced by `ON CONFLICT DO NOTHING`: two statements fewer.
+- Random bytes drawn from the OS in blocks: each `os.urandom` released the GIL and waited to win it back,
+  which showed as 12% of the event loop's samples.
+- A form parser equal to `parse_qsl` (tested against it on random bodies) at a third of the cost.
+- Reads by key on the event loop's thread instead of a reader thread.
+- One wake-up of the event loop per committed batch.
+
+Sale acceptance went from 1,703 to about 3,500 sales/s on an API-only server in short runs.
+
+**Status, SQLite.** The read is three point queries through the driver's cursor, run in place on the event
+loop (no thread hop). The rest is the request path shared with the sale.
+
+**End to end, SQLite: about 820 µs of CPU per sale**, from request to callback, in one process
+(in-process harness; 1,050 µs before this session's last changes).
+- Per sale in the writer thread: accept 67 µs, record the outcome 132 µs, callback claim 17 µs, job
+  claim 6 µs, callback attempt logged 22 µs. Recording the outcome covers the lease check, transaction,
+  order lock, update, two ledger entries, forgetting the CVV, the outbox row and deleting the job.
+- On the event loop: the API path, loading the authorization, the two vault decryptions, the sandbox,
+  the HTTP GET (aiohttp, about 70 µs) and the futures between them.
+- Two changes made this run possible:
+  - The callback HTTP client: httpx spent 1,600 µs of CPU per GET with 16 in flight, aiohttp 72 µs. With
+    httpx, a 5 s run at 1,000/s had a p99 of 8 s.
+  - Claims as one prepared `UPDATE ... RETURNING`.
+- At 1,000 sales/s the server's core is about 93% busy, so short bursts queue. The p50 from request to
+  callback is about 12 ms; the p99 is the queueing at near saturation, and it moves between runs.
+
+**PostgreSQL: about 830 µs of CPU per accepted sale** in the server process, against 280 on SQLite.
+- About eight round trips per sale: a pool pre-ping, BEGIN, the five statements, and COMMIT. Each costs
+  psycopg's Python overhead, and eight pool threads contend for the interpreter lock. In GIL samples the
+  lock is held less than half the time: the rest is libpq and the kernel.
+- Measured alternatives:
+  - Group commit on one connection, as on SQLite: 887 against 1,093 sales/s. One connection is bound by
+    round-trip latency.
+  - No pre-ping: +13%. Kept anyway, so a PostgreSQL restart or failover costs no failed sale.
+- What would change it, at the storage runner's seam (`kassa/storage/database.py`), without touching the
+  domain or the API:
+  - one round trip per sale, a chain of data-modifying CTEs;
+  - an async driver on the event loop (psycopg's AsyncConnection or asyncpg) instead of a thread pool.
+
+**Scale, 1 vs 2 processes on PostgreSQL.** Two server processes and PostgreSQL share the machine's two
+cores with wrk. PostgreSQL uses about 0.1 core per 100 sales/s, so on this machine the second process has
+no core of its own to scale onto. The table's CPU columns show it.
 
 ## How to reproduce
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.probe import processes_cpu_seconds
-from bench.server import KASSA, PREFIX, KassaDeployment, Server, free_port
+from bench.server import API_ONLY, KASSA, PREFIX, KassaDeployment, Server, free_port
 
 
 def children_of(pid: int) -> list[int]:
@@ -43,7 +43,7 @@ class ProcessGroup(Server):
 def process_group(deployment: KassaDeployment, processes: int, cores: str | None) -> ProcessGroup:
     """``cores``: a taskset list such as "0,1" for every server process, or None for no pinning."""
     port = free_port()
-    argv = [KASSA, "serve", "--port", str(port), "--processes", str(processes)]
+    argv = [KASSA, "serve", "--port", str(port), "--processes", str(processes), *API_ONLY]
     if cores is not None:
         argv = ["taskset", "-c", cores, *argv]
     log = deployment.data_dir / f"scale-{processes}.log"

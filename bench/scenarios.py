@@ -22,7 +22,7 @@ from bench.postgres import backend_pids, fresh_database
 from bench.probe import CpuSampler, CpuSnapshot, CpuUse, wait_until_quiet
 from bench.scale import process_group
 from bench.seed import create_orders, wait_until_settled
-from bench.server import PREFIX, KassaDeployment, Server, ceiling_server
+from bench.server import API_ONLY, PREFIX, KassaDeployment, Server, ceiling_server
 
 Generator = Callable[[LoadSpec], LoadResult]
 BACKENDS = ("sqlite", "postgresql")
@@ -168,7 +168,7 @@ class Bench:
 
     def sale(self, deployment: KassaDeployment, merchant: MerchantKeys, backend: str) -> Row:
         say(f"sale on {backend}")
-        with deployment.server(self.options.server_core, f"sale-{backend}") as server:
+        with deployment.server(self.options.server_core, f"sale-{backend}", *API_ONLY) as server:
             return self.sale_run(
                 f"sale acceptance, {backend}", server, merchant, deployment.database_url, "sale", backend
             )
@@ -245,6 +245,7 @@ class Bench:
                 lambda: run_endtoend(server.url, merchant, deployment.data_dir, spec, receiver),
             )
             end = CpuSnapshot.take(server.cpu_seconds(), self.pg_pids(deployment.database_url))
+            durable = stored_outcomes(deployment, merchant.login, outcome.accepted)
             load_cpu = outcome.load.generator_cpu + outcome.receiver_cpu_s / (end.at - start.at)
             r = dataclasses.replace(outcome.load, generator_cpu=load_cpu)  # the generator and the receiver
             facts = (
@@ -254,6 +255,7 @@ class Bench:
                 f" {outcome.other_callbacks:,} other callbacks; request to answer p50 {outcome.answer_p50_ms:.1f} ms,"
                 f" p99 {outcome.answer_p99_ms:.1f} ms; {outcome.late_sends:,} requests went out over 1 ms late"
                 " (all connections busy), their latency counted from when they were due",
+                f"{name}: in the database after the run, {durable}",
             )
             row = Row(
                 name,
@@ -333,3 +335,13 @@ def bootstrap_merchant(deployment: KassaDeployment, login: str) -> MerchantKeys:
     created = deployment.cli("merchant", "create", "--login", login)
     endpoint = deployment.cli("endpoint", "create", "--merchant", login, "--currency", "USD")
     return MerchantKeys(login, created["control_key"], int(endpoint["id"]))
+
+
+def stored_outcomes(deployment: KassaDeployment, login: str, accepted: int) -> str:
+    """What the database holds once the callbacks are in: every accepted sale approved, none processing,
+    no callback pending (the receiver's count alone would not show a write that never became durable)."""
+    limit = str(accepted + 1)
+    approved = deployment.cli("order", "list", "--merchant", login, "--status", "approved", "--limit", limit)
+    processing = deployment.cli("order", "list", "--merchant", login, "--status", "processing", "--limit", limit)
+    pending = deployment.cli("callbacks", "list", "--status", "pending")
+    return f"{len(approved):,} approved, {len(processing):,} still processing, {len(pending):,} callbacks pending"

@@ -24,6 +24,12 @@ KASSA = str(Path(sys.executable).parent / "kassa")
 PREFIX = "/paynet"
 
 
+# Sale acceptance is measured on an API-only process (`kassa serve --workers 0`, a supported deployment
+# with `kassa worker` elsewhere): issue 6 defines it as signature, validation, durable write, answer.
+# Processing and callbacks are measured by the end-to-end run, with the worker in the same process.
+API_ONLY = ("--workers", "0")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -134,7 +140,7 @@ class KassaDeployment:
     def upgrade(self) -> None:
         subprocess.run([KASSA, "db", "upgrade"], env=self.env, capture_output=True, check=True)
 
-    def server(self, core: int | None, name: str) -> Server:
+    def server(self, core: int | None, name: str, *options: str) -> Server:
         port = free_port()
-        argv = pinned(core, [KASSA, "serve", "--port", str(port)])
+        argv = pinned(core, [KASSA, "serve", "--port", str(port), *options])
         return Server(argv, self.env, self.data_dir / f"{name}.log", f"{PREFIX}/openapi.json", port)
