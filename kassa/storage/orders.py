@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import BindParameter, Connection, bindparam, delete, func, insert, select, update
+from sqlalchemy import BindParameter, ColumnElement, Connection, bindparam, delete, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -224,16 +224,27 @@ def _state(order: Record, txs: Sequence[Record], *, multi_capture: bool) -> Orde
     return OrderState(TxType(order["tx_type"]), order["amount"], multi_capture, records)
 
 
-_ORDER_BY_ID = Prepared(select(orders).where(orders.c.id == bindparam("order_id")))
-_ORDER_BY_CLIENT_ORDERID = Prepared(
-    select(orders).where(
-        orders.c.endpoint_id == bindparam("endpoint_id"), orders.c.client_orderid == bindparam("client_orderid")
-    )
-)
 _TRANSACTIONS_OF = Prepared(
     select(transactions).where(transactions.c.order_id == bindparam("order_id")).order_by(transactions.c.id)
 )
 _CARD = Prepared(select(cards).where(cards.c.id == bindparam("card_id")))
+_PARTS = (("o_", orders), ("t_", transactions), ("c_", cards))
+
+
+def _snapshot_query(*where: ColumnElement[bool]) -> Prepared:
+    """The order, each of its transactions and its card in one query (one round trip on PostgreSQL): a
+    row per transaction, columns prefixed ``o_``, ``t_`` and ``c_``."""
+    columns = [column.label(prefix + column.name) for prefix, table in _PARTS for column in table.c]
+    joined = orders.join(transactions, transactions.c.order_id == orders.c.id).outerjoin(
+        cards, cards.c.id == orders.c.card_id
+    )
+    return Prepared(select(*columns).select_from(joined).where(*where).order_by(transactions.c.id))
+
+
+_SNAPSHOT_BY_ID = _snapshot_query(orders.c.id == bindparam("order_id"))
+_SNAPSHOT_BY_CLIENT_ORDERID = _snapshot_query(
+    orders.c.endpoint_id == bindparam("endpoint_id"), orders.c.client_orderid == bindparam("client_orderid")
+)
 
 
 def find_order(
@@ -244,29 +255,27 @@ def find_order(
 ) -> OrderSnapshot | None:
     """The order named by id or by ``client_orderid`` (or both, which must agree), when it was made on
     one of ``endpoint_ids``."""
-    order = _order_named(conn, endpoint_ids, order_id, client_orderid)
-    if order is None:
-        return None
-    txs = _TRANSACTIONS_OF.all(conn, {"order_id": order["id"]})
-    card = None
-    if order["card_id"] is not None:
-        card = _CARD.first(conn, {"card_id": order["card_id"]})
-    return OrderSnapshot(order, txs, card)
-
-
-def _order_named(
-    conn: Connection, endpoint_ids: Sequence[int], order_id: int | None, client_orderid: str | None
-) -> Row | None:
     if order_id is not None:
-        order = _ORDER_BY_ID.first(conn, {"order_id": order_id})
-        if order is None or order["endpoint_id"] not in endpoint_ids:
+        found = _snapshot(_SNAPSHOT_BY_ID.all(conn, {"order_id": order_id}))
+        if found is None or found.order["endpoint_id"] not in endpoint_ids:
             return None
-        return order if client_orderid in (None, order["client_orderid"]) else None
+        return found if client_orderid in (None, found.order["client_orderid"]) else None
     for endpoint_id in endpoint_ids:  # one for an endpoint, a handful for a group
-        order = _ORDER_BY_CLIENT_ORDERID.first(conn, {"endpoint_id": endpoint_id, "client_orderid": client_orderid})
-        if order is not None:
-            return order
+        rows = _SNAPSHOT_BY_CLIENT_ORDERID.all(conn, {"endpoint_id": endpoint_id, "client_orderid": client_orderid})
+        if rows:
+            return _snapshot(rows)
     return None
+
+
+def _snapshot(rows: list[Row]) -> OrderSnapshot | None:
+    if not rows:
+        return None
+    parts: list[dict[str, Row]] = [{prefix: {} for prefix, _ in _PARTS} for _ in rows]
+    for row, split in zip(rows, parts, strict=True):
+        for name, value in row.items():
+            split[name[:2]][name[2:]] = value
+    card = parts[0]["c_"]
+    return OrderSnapshot(parts[0]["o_"], [split["t_"] for split in parts], card if card["id"] is not None else None)
 
 
 @dataclass(frozen=True, slots=True)
