@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import BindParameter, ColumnElement, Connection, bindparam, delete, func, insert, select, update
+from sqlalchemy import BindParameter, ColumnElement, Connection, bindparam, delete, func, insert, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -116,41 +116,92 @@ _INSERT_SECRET = Prepared(
 )
 
 
+# PostgreSQL: a card sale's five rows in one statement, one round trip instead of five (data-modifying
+# CTEs run once and to completion). Without an order (client_orderid used before) nothing after it runs.
+_START_CARD_SALE = Prepared(
+    text(
+        """
+WITH card AS (
+    INSERT INTO cards (merchant_id, pan_ciphertext, pan_fingerprint, bin, last_four, brand, exp_month, exp_year,
+                       holder_name, created_at_ms)
+    VALUES (:merchant_id, :pan_ciphertext, :pan_fingerprint, :bin, :last_four, :brand, :exp_month, :exp_year,
+            :holder_name, :created_at_ms)
+    RETURNING id
+), started AS (
+    INSERT INTO orders (merchant_id, endpoint_id, client_orderid, tx_type, amount, currency, card_id, email,
+                        order_desc, customer, redirect_url, server_callback_url, notify_url, merchant_data,
+                        request_fingerprint, created_at_ms)
+    SELECT :merchant_id, :endpoint_id, :client_orderid, :tx_type, :amount, :currency, card.id, :email,
+           :order_desc, :customer, :redirect_url, :server_callback_url, :notify_url, :merchant_data,
+           :request_fingerprint, :created_at_ms
+    FROM card
+    ON CONFLICT (endpoint_id, client_orderid) DO NOTHING
+    RETURNING id
+), tx AS (
+    INSERT INTO transactions (order_id, serial_number, tx_type, stage, amount, currency, created_at_ms, updated_at_ms)
+    SELECT started.id, :serial_number, :tx_type, :stage, :amount, :currency, :created_at_ms, :created_at_ms
+    FROM started
+    RETURNING id
+), secret AS (
+    INSERT INTO transient_secrets (transaction_id, cvv_ciphertext) SELECT tx.id, :cvv FROM tx
+), job AS (
+    INSERT INTO jobs (kind, transaction_id, run_at_ms, attempts, created_at_ms)
+    SELECT 'process', tx.id, :created_at_ms, 0, :created_at_ms FROM tx
+)
+SELECT (SELECT id FROM card) AS card_id, (SELECT id FROM started) AS order_id
+"""
+    )
+)
+
+
 def start_order(conn: Connection, new: NewOrder) -> Started:
     """Creates order, first transaction, card, CVV and processing job in one transaction, or finds the
     order this ``client_orderid`` already started on the endpoint (the unique constraint tells)."""
+    order = _order_values(new)
+    if conn.dialect.name == "postgresql" and new.card and new.cvv_ciphertext and new.form_ttl_ms is None:
+        card = _card_values(new.card, new.merchant_id, new.now_ms)
+        extra = {"serial_number": new.serial, "stage": Stage.PROCESSING.value, "cvv": new.cvv_ciphertext}
+        ids = _START_CARD_SALE.one(conn, {**order, **card, **extra})
+        if ids["order_id"] is not None:
+            return Started(ids["order_id"], new.endpoint_id, new.serial, new.request_fingerprint, True)
+        return _started_before(conn, new, ids["card_id"])
     card_id = None
     if new.card is not None:
         card_id = _INSERT_CARD.scalar(conn, _card_values(new.card, new.merchant_id, new.now_ms))
-    order_id = _INSERT_ORDER.scalar(
-        conn,
-        dict(
-            merchant_id=new.merchant_id,
-            endpoint_id=new.endpoint_id,
-            client_orderid=new.client_orderid,
-            tx_type=new.tx_type.value,
-            amount=new.amount,
-            currency=new.currency,
-            card_id=card_id,
-            email=new.email,
-            order_desc=new.order_desc,
-            customer=new.customer,
-            redirect_url=new.redirect_url,
-            server_callback_url=new.server_callback_url,
-            notify_url=new.notify_url,
-            merchant_data=new.merchant_data,
-            request_fingerprint=new.request_fingerprint,
-            created_at_ms=new.now_ms,
-        ),
-    )
+    order_id = _INSERT_ORDER.scalar(conn, {**order, "card_id": card_id})
     if order_id is None:
-        if card_id is not None:
-            _DELETE_CARD.execute(conn, {"card_id": card_id})
-        found = _find_started(conn, new.endpoint_id, new.client_orderid)
-        if found is None:
-            raise RuntimeError("client_orderid conflicts with an order that cannot be found")
-        return found
+        return _started_before(conn, new, card_id)
     return _start_transaction(conn, new, order_id)
+
+
+def _order_values(new: NewOrder) -> dict[str, Any]:
+    return dict(
+        merchant_id=new.merchant_id,
+        endpoint_id=new.endpoint_id,
+        client_orderid=new.client_orderid,
+        tx_type=new.tx_type.value,
+        amount=new.amount,
+        currency=new.currency,
+        email=new.email,
+        order_desc=new.order_desc,
+        customer=new.customer,
+        redirect_url=new.redirect_url,
+        server_callback_url=new.server_callback_url,
+        notify_url=new.notify_url,
+        merchant_data=new.merchant_data,
+        request_fingerprint=new.request_fingerprint,
+        created_at_ms=new.now_ms,
+    )
+
+
+def _started_before(conn: Connection, new: NewOrder, card_id: int | None) -> Started:
+    """The order an earlier request started with this client_orderid; the card just stored is dropped."""
+    if card_id is not None:
+        _DELETE_CARD.execute(conn, {"card_id": card_id})
+    found = _find_started(conn, new.endpoint_id, new.client_orderid)
+    if found is None:
+        raise RuntimeError("client_orderid conflicts with an order that cannot be found")
+    return found
 
 
 def _card_values(card: NewCard, merchant_id: int, now_ms: int) -> dict[str, Any]:
