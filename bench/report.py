@@ -295,18 +295,21 @@ loop (no thread hop). The rest is the request path shared with the sale.
 - At 1,000 sales/s the server's core is about 93% busy, so short bursts queue. The p50 from request to
   callback is about 12 ms; the p99 is the queueing at near saturation, and it moves between runs.
 
-**PostgreSQL: about 830 µs of CPU per accepted sale** in the server process, against 280 on SQLite.
-- About eight round trips per sale: a pool pre-ping, BEGIN, the five statements, and COMMIT. Each costs
-  psycopg's Python overhead, and eight pool threads contend for the interpreter lock. In GIL samples the
-  lock is held less than half the time: the rest is libpq and the kernel.
-- Measured alternatives:
-  - Group commit on one connection, as on SQLite: 887 against 1,093 sales/s. One connection is bound by
-    round-trip latency.
-  - No pre-ping: +13%. Kept anyway, so a PostgreSQL restart or failover costs no failed sale.
-- What would change it, at the storage runner's seam (`kassa/storage/database.py`), without touching the
-  domain or the API:
-  - one round trip per sale, a chain of data-modifying CTEs;
-  - an async driver on the event loop (psycopg's AsyncConnection or asyncpg) instead of a thread pool.
+**PostgreSQL: about 600 µs of CPU per accepted sale** in the server process (830 µs before the two
+changes below), against 280 on SQLite. A wall-clock profile of the server shows its threads waiting on
+PostgreSQL about 70% of the time: on the pool's liveness check, the statement, and the commit. PostgreSQL
+itself uses most of the other core, about 0.1 core per 100 sales/s.
+- A card sale's five rows are now one statement of data-modifying CTEs (one round trip instead of five).
+- Reads by key run in autocommit on a pool of their own: one round trip instead of three. Status went
+  from 1,374 to 2,168 req/s in a short run.
+- Measured and not adopted:
+  - Group commit on one connection, as on SQLite: 1,556 against 1,481 sales/s, and 416 against 597 µs of
+    server CPU per sale. Not adopted, because one writer per process would make every request of the
+    process wait behind any row lock another process holds.
+  - No pool pre-ping: about +13%. Kept, so a PostgreSQL restart or failover costs no failed sale.
+- What would change it, at the storage runner's seam (`kassa/storage/database.py`): an async driver on
+  the event loop (psycopg's AsyncConnection or asyncpg) instead of a pool of threads contending for the
+  GIL, and PostgreSQL on a core of its own.
 
 **Scale, 1 vs 2 processes on PostgreSQL.** Two server processes and PostgreSQL share the machine's two
 cores with wrk. PostgreSQL uses about 0.1 core per 100 sales/s, so on this machine the second process has
