@@ -26,6 +26,8 @@ from urllib.parse import urlsplit
 import orjson
 import uvloop
 
+from bench.http1 import form_post, read_response
+
 MARK = "BENCH_OPENLOOP "
 START_DELAY = 0.3
 
@@ -40,25 +42,6 @@ class Plan:
     records: list[tuple[int, float, float, int, str]] = field(default_factory=list)
     socket_errors: int = 0
     late_sends: int = 0
-
-
-def _request(host: str, path: str, body: bytes) -> bytes:
-    head = (
-        f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-        f"Accept: application/vnd.pay+json\r\nContent-Length: {len(body)}\r\n\r\n"
-    )
-    return head.encode() + body
-
-
-async def _response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
-    head = await reader.readuntil(b"\r\n\r\n")
-    lines = head.split(b"\r\n")
-    length = 0
-    for line in lines[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    return int(lines[0].split()[1]), await reader.readexactly(length)
 
 
 def _order_id(status: int, body: bytes) -> str:
@@ -81,8 +64,8 @@ async def _connection(url: str, path: str, plan: Plan) -> None:
                 await asyncio.sleep(wait)
             elif wait < -0.001:
                 plan.late_sends += 1
-            writer.write(_request(parts.netloc, path, plan.bodies[index % len(plan.bodies)]))
-            status, body = await _response(reader)
+            writer.write(form_post(parts.netloc, path, plan.bodies[index % len(plan.bodies)]))
+            status, body = await read_response(reader)
             plan.records.append((index, due, time.monotonic(), status, _order_id(status, body)))
     except (OSError, asyncio.IncompleteReadError):
         plan.socket_errors += 1

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import uvloop
 
+from bench.http1 import form_post, read_response
 from bench.load import RESULT_MARK, LoadResult, LoadSpec, run_generator
 from bench.server import pinned
 
@@ -48,25 +49,6 @@ class Tally:
 EXTRA_HEADERS = ""  # "Name: value\r\n" lines from the optional headers file
 
 
-def _request(host: str, path: str, body: bytes) -> bytes:
-    head = (
-        f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-        f"Accept: application/vnd.pay+json\r\n{EXTRA_HEADERS}Content-Length: {len(body)}\r\n\r\n"
-    )
-    return head.encode() + body
-
-
-async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
-    head = await reader.readuntil(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    length = 0
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        if name.strip().lower() == "content-length":
-            length = int(value)
-    return int(lines[0].split()[1]), await reader.readexactly(length)
-
-
 async def _connection(url: str, path: str, tally: Tally, deadline: float) -> None:
     parts = urlsplit(url)
     try:
@@ -77,8 +59,8 @@ async def _connection(url: str, path: str, tally: Tally, deadline: float) -> Non
     try:
         while time.perf_counter() < deadline:
             started = time.perf_counter()
-            writer.write(_request(parts.netloc, path, tally.next_body()))
-            status, body = await _read_response(reader)
+            writer.write(form_post(parts.netloc, path, tally.next_body(), EXTRA_HEADERS))
+            status, body = await read_response(reader)
             tally.record(status, body, started)
     except (OSError, asyncio.IncompleteReadError):
         tally.socket_errors += 1
