@@ -58,7 +58,11 @@ class Services:
 
 
 def build_services(settings: Settings, worker_count: int) -> Services:
-    db = open_database(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
+    db = open_database(
+        settings.database_url,
+        sqlite_synchronous=settings.sqlite_synchronous,
+        sqlite_reads_in_place=settings.sqlite_reads_in_place,
+    )
     vault = load_vault(settings.vault_key, settings.vault_key_file)
     processor = SandboxProcessor(settings.sandbox_latency_ms)
     config = WorkerConfig(

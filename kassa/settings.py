@@ -29,6 +29,7 @@ class Settings:
     job_lease_seconds: float = 30.0
     sandbox_latency_ms: int = 0
     sqlite_synchronous: str = "FULL"
+    sqlite_reads_in_place: bool = True
     log_level: str = "INFO"
     public_url: str | None = None
     endpoint_cache_seconds: float = 2.0
@@ -57,6 +58,7 @@ class Settings:
             job_lease_seconds=float(_env("JOB_LEASE_SECONDS", "30")),
             sandbox_latency_ms=int(_env("SANDBOX_LATENCY_MS", "0")),
             sqlite_synchronous=_env("SQLITE_SYNCHRONOUS", "FULL").upper(),
+            sqlite_reads_in_place=_env("SQLITE_READS_IN_PLACE", "1") != "0",
             log_level=_env("LOG_LEVEL", "INFO").upper(),
             public_url=os.environ.get("KASSA_PUBLIC_URL"),
             endpoint_cache_seconds=float(_env("ENDPOINT_CACHE_SECONDS", "2")),

@@ -75,8 +75,9 @@ class _Pending:
 class SqliteDatabase(Database):
     """SQLite in WAL mode: readers in a pool, all writes group-committed by one writer thread."""
 
-    def __init__(self, engine: Engine, readers: int, writer_engine: Engine | None = None) -> None:
+    def __init__(self, engine: Engine, readers: int, writer_engine: Engine, *, reads_in_place: bool = True) -> None:
         super().__init__(engine, readers, writer_engine)
+        self._reads_in_place = reads_in_place
         self._in_place: Connection | None = None
         self._queue: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
         self._writer = threading.Thread(target=self._write_loop, name="kassa-db-writer", daemon=True)
@@ -90,7 +91,11 @@ class SqliteDatabase(Database):
 
     async def read_point(self, unit: Unit[T]) -> T:
         """Runs on the event loop's own thread: a read by key from SQLite's page cache takes tens of µs,
-        less than the hand-off to a reader thread and back (which also contends for the GIL)."""
+        less than the hand-off to a reader thread and back (which also contends for the GIL). A database
+        much larger than memory turns some of those into disk reads that stall the loop: operators can
+        send them to the reader pool instead (KASSA_SQLITE_READS_IN_PLACE=0)."""
+        if not self._reads_in_place:
+            return await self.read(unit)
         if self._in_place is None:
             self._in_place = self.engine.connect()
         with self._in_place.begin():
@@ -231,12 +236,14 @@ def ensure_sqlite_directory(url: str) -> None:
         Path(database).parent.mkdir(parents=True, exist_ok=True)
 
 
-def open_database(url: str, *, sqlite_synchronous: str = "FULL", readers: int = 4) -> Database:
+def open_database(
+    url: str, *, sqlite_synchronous: str = "FULL", sqlite_reads_in_place: bool = True, readers: int = 4
+) -> Database:
     if url.startswith("sqlite"):
         ensure_sqlite_directory(url)
         reader = _sqlite_engine(url, sqlite_synchronous, writer=False, pool_size=readers)
         writer = _sqlite_engine(url, sqlite_synchronous, writer=True, pool_size=1)
-        return SqliteDatabase(reader, readers, writer)
+        return SqliteDatabase(reader, readers, writer, reads_in_place=sqlite_reads_in_place)
     pool = {"pool_size": readers * 2, "max_overflow": readers, "pool_pre_ping": True}
     engine = create_engine(sqlalchemy_url(url), **pool)
     points = create_engine(sqlalchemy_url(url), isolation_level="AUTOCOMMIT", pool_reset_on_return=None, **pool)

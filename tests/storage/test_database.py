@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Connection, select
@@ -66,3 +68,26 @@ def test_plain_postgresql_urls_use_psycopg(url: str) -> None:
     from kassa.storage.database import sqlalchemy_url
 
     assert sqlalchemy_url(url) == "postgresql+psycopg://u@h/db"
+
+
+@pytest.mark.parametrize(("in_place", "thread"), [(True, "MainThread"), (False, "kassa-db")])
+def test_sqlite_read_by_key_runs_on_the_loop_or_in_the_reader_pool_as_configured(
+    tmp_path: Path, in_place: bool, thread: str
+) -> None:
+    url = f"sqlite:///{tmp_path / 'kassa.db'}"
+    upgrade(url)
+    db = open_database(url, sqlite_reads_in_place=in_place)
+
+    def read(conn: Connection) -> tuple[object, str]:
+        return merchant_store.merchant_by_login(conn, "shop"), threading.current_thread().name
+
+    async def run() -> tuple[object, tuple[object, str]]:
+        created = await db.write(_create("shop"))
+        return created, await db.read_point(read)
+
+    try:
+        created, (found, ran_on) = asyncio.run(run())
+    finally:
+        db.close()
+    assert found == created
+    assert ran_on.startswith(thread)
