@@ -362,13 +362,16 @@ _RECORD = Prepared(
 
 
 def load_authorization(conn: Connection, transaction_id: int) -> AuthorizationWork:
+    tx, order, card = load_transaction(conn, transaction_id)
+    return AuthorizationWork(tx, order, card, _SECRET.scalar(conn, {"tx_id": transaction_id}))
+
+
+def load_transaction(conn: Connection, transaction_id: int) -> tuple[Record, Record, Record | None]:
+    """A transaction with its order and the order's card (None until a hosted form collected it)."""
     tx = _TRANSACTION.one(conn, {"tx_id": transaction_id})
     order = _ORDER.one(conn, {"order_id": tx["order_id"]})
-    card = None
-    if order["card_id"] is not None:
-        card = _CARD.first(conn, {"card_id": order["card_id"]})
-    cvv = _SECRET.scalar(conn, {"tx_id": transaction_id})
-    return AuthorizationWork(tx, order, card, cvv)
+    card = None if order["card_id"] is None else _CARD.one(conn, {"card_id": order["card_id"]})
+    return tx, order, card
 
 
 @dataclass(frozen=True, slots=True)
@@ -443,7 +446,7 @@ def latest_transaction_id(conn: Connection, order_id: int) -> int:
 
 
 def transaction(conn: Connection, transaction_id: int) -> Record:
-    return conn.execute(select(transactions).where(transactions.c.id == transaction_id)).mappings().one()
+    return _TRANSACTION.one(conn, {"tx_id": transaction_id})
 
 
 def _enqueue_callbacks(conn: Connection, order: Record, tx: Record, now_ms: int) -> int:

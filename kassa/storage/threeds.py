@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, insert, select, update
 
 from kassa.storage.prepared import Record
-from kassa.storage.tables import browser_sessions, cards, endpoints, merchants, orders, three_ds, transactions
+from kassa.storage.tables import browser_sessions, endpoints, merchants, three_ds
 
 
 def create(conn: Connection, transaction_id: int, values: dict[str, object], now_ms: int) -> None:
@@ -93,11 +93,9 @@ class BrowserContext:
 
 
 def context_of_transaction(conn: Connection, transaction_id: int, session_row: Record) -> BrowserContext:
-    tx = conn.execute(select(transactions).where(transactions.c.id == transaction_id)).mappings().one()
-    order = conn.execute(select(orders).where(orders.c.id == tx["order_id"])).mappings().one()
-    card = None
-    if order["card_id"] is not None:
-        card = conn.execute(select(cards).where(cards.c.id == order["card_id"])).mappings().one()
+    from kassa.storage import orders as order_store  # imported here: orders opens browser sessions too
+
+    tx, order, card = order_store.load_transaction(conn, transaction_id)
     descriptor, key = conn.execute(
         select(endpoints.c.descriptor, merchants.c.control_key)
         .join(merchants, merchants.c.id == endpoints.c.merchant_id)
