@@ -45,16 +45,17 @@ def begin(
         order_store.move_stage(conn, transaction_id, Stage.THREE_D_VALIDATED, now_ms)
         return Stage.THREE_D_VALIDATED
     if path.has_method:
+        stage = Stage.THREE_D_METHOD
         store.create(conn, transaction_id, {**record, "step": "method"}, now_ms)
-        order_store.move_stage(conn, transaction_id, Stage.THREE_D_METHOD, now_ms)
         job_queue.add(conn, "method_timeout", transaction_id, run_at_ms=now_ms + METHOD_WAIT_MS, now_ms=now_ms)
     else:
+        stage = Stage.THREE_D_VALIDATING
         store.create(conn, transaction_id, {**record, **_challenge()}, now_ms)
-        order_store.move_stage(conn, transaction_id, Stage.THREE_D_VALIDATING, now_ms)
+    order_store.move_stage(conn, transaction_id, stage, now_ms)  # refuses a move the table does not allow
     if store.session_of(conn, transaction_id, "checkout") is None:
         store.open_session(conn, "checkout", order["id"], transaction_id, now_ms, ttl_ms)
     job_queue.add(conn, "session_timeout", transaction_id, run_at_ms=now_ms + ttl_ms, now_ms=now_ms)
-    return Stage(order_store.transaction(conn, transaction_id)["stage"])
+    return stage
 
 
 def method_result(conn: Connection, transaction_id: int, comp_ind: str, brand: str | None, now_ms: int) -> None:

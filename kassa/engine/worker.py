@@ -132,7 +132,8 @@ class Worker(Consumer):
             return stage
 
         stage = await self.db.write(start)
-        self.on_final()
+        if stage is not None and is_final(stage):  # rejected by the issuer: its callbacks are queued
+            self.on_final()
         return stage is not Stage.THREE_D_VALIDATED
 
     def _fenced(self, conn: Connection, job: Job, timer: Timer) -> None:

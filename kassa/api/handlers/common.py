@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from sqlalchemy import Connection
+
 from kassa.api.context import Reply
 from kassa.api.errors import ApiError, Code
 from kassa.domain.merchants import Endpoint
+from kassa.storage import orders as order_store
+from kassa.storage.prepared import Record
 
 
 def serving_endpoint(addressed: Endpoint, currency: str) -> Endpoint:
@@ -25,3 +31,11 @@ def async_reply(serial: str, client_orderid: str, order_id: int, endpoint_id: in
         "paynet-order-id": str(order_id),
         "end-point-id": str(endpoint_id),
     }
+
+
+def locked_order(conn: Connection, endpoint_ids: Sequence[int], order_id: int, client_orderid: str) -> Record:
+    """The order a follow-up names by ``orderid`` and ``client_orderid``, locked until the transaction ends."""
+    order = order_store.order_for_merchant(conn, endpoint_ids, order_id)
+    if order is None or order["client_orderid"] != client_orderid:
+        raise ApiError(Code.NOT_FOUND, "no such order for this endpoint and client_orderid")
+    return order_store.lock_order(conn, order_id)

@@ -15,7 +15,7 @@ from sqlalchemy import Connection
 
 from kassa.api.context import OperationRequest, Reply
 from kassa.api.errors import ApiError, Code, field_error
-from kassa.api.handlers.common import async_reply
+from kassa.api.handlers.common import async_reply, locked_order
 from kassa.clock import now_ms
 from kassa.domain.lifecycle import Stage, TxType
 from kassa.domain.money import Currency
@@ -55,10 +55,7 @@ async def _follow_up(req: OperationRequest, plan: Plan) -> Reply:
     now = now_ms()
 
     def unit(conn: Connection) -> Added:
-        found = order_store.order_for_merchant(conn, endpoint_ids, order_id)
-        if found is None or found["client_orderid"] != values["client_orderid"]:
-            raise ApiError(Code.NOT_FOUND, "no such order for this endpoint and client_orderid")
-        order = order_store.lock_order(conn, order_id)
+        order = locked_order(conn, endpoint_ids, order_id, values["client_orderid"])
         currency: Currency | None = values.get("currency")
         if currency is not None and currency.code != order["currency"]:
             raise field_error("currency", f"must be the order's currency {order['currency']}")

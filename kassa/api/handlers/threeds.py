@@ -9,7 +9,7 @@ from sqlalchemy import Connection
 
 from kassa.api.context import OperationRequest, Reply
 from kassa.api.errors import ApiError, Code, field_error
-from kassa.api.handlers.common import async_reply
+from kassa.api.handlers.common import async_reply, locked_order
 from kassa.clock import now_ms
 from kassa.domain import threeds as tds
 from kassa.engine import threeds
@@ -62,10 +62,7 @@ async def _upload(req: OperationRequest, step: Step) -> Reply:
     endpoint_ids = req.endpoint.member_ids()
 
     def unit(conn: Connection) -> tuple[int, str]:
-        order = order_store.order_for_merchant(conn, endpoint_ids, order_id)
-        if order is None or order["client_orderid"] != client_orderid:
-            raise ApiError(Code.NOT_FOUND, "no such order for this endpoint and client_orderid")
-        order_store.lock_order(conn, order_id)
+        order = locked_order(conn, endpoint_ids, order_id, client_orderid)
         tx_id = order_store.latest_transaction_id(conn, order_id)
         record = store.of_transaction(conn, tx_id, lock=True)
         try:
