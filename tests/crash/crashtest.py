@@ -8,10 +8,8 @@ ledger must balance. Prints one line and exits non-zero on any violation.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -25,7 +23,8 @@ from pathlib import Path
 import httpx
 
 from tests.support.databases import fresh_postgres
-from tests.support.gateway import KASSA, Gateway, Merchant, free_port, new_merchant
+from tests.support.gateway import Gateway, Merchant, free_port, new_merchant
+from tests.support.operations import LEDGER_OK, ledger_check
 from tests.support.receiver import Receiver, running
 
 
@@ -124,9 +123,9 @@ def _verify(gateway: Gateway, merchant: Merchant, load: Load, receiver: Receiver
     doubles = [c for c, n in per_client.items() if n > 1]
     if doubles:
         problems.append(f"{len(doubles)} client_orderids charged twice")
-    check = subprocess.run([KASSA, "ledger", "check", "--json"], env=gateway.env, capture_output=True, text=True)
-    if check.returncode != 0:
-        problems.append(f"ledger check failed: {json.loads(check.stdout or '{}').get('problems', check.stderr)[:3]}")
+    report = ledger_check(merchant)
+    if report != LEDGER_OK:
+        problems.append(f"ledger check failed: {report}")
     return problems
 
 
