@@ -26,6 +26,7 @@ from kassa.engine.threeds import NotWaiting
 from kassa.pages import urls
 from kassa.pages.rendering import render_page
 from kassa.pages.responses import form_fields, html, message
+from kassa.pages.steps import message_value, unknown_message
 from kassa.runtime import Services
 from kassa.storage import threeds as store
 from kassa.storage.threeds import BrowserContext
@@ -40,30 +41,26 @@ class AccessControlServer:
 
     async def method(self, request: Request) -> Response:
         fields = await form_fields(request) or {}
-        try:
-            data = tds.decode(fields.get("threeDSMethodData", ""))
-            target = str(data["threeDSMethodNotificationURL"])
-        except (tds.MessageError, KeyError):
-            return message("Unknown 3-D Secure message", "", status=400)
+        target = message_value(fields.get("threeDSMethodData", ""), "threeDSMethodNotificationURL")
+        if target is None:
+            return unknown_message()
         return _post_back(
             target, {"threeDSMethodData": fields["threeDSMethodData"]}, "Checking this device…", framed=True
         )
 
     async def challenge(self, request: Request) -> Response:
         fields = await form_fields(request) or {}
-        try:
-            acs_trans_id = str(tds.decode(fields.get("creq", ""))["acsTransID"])
-        except (tds.MessageError, KeyError):
-            return message("Unknown 3-D Secure message", "", status=400)
+        acs_trans_id = message_value(fields.get("creq", ""), "acsTransID")
+        if acs_trans_id is None:
+            return unknown_message()
         hidden = {"acsTransID": acs_trans_id, "threeDSSessionData": fields.get("threeDSSessionData", "")}
         return await self._code_page(request, acs_trans_id, hidden)
 
     async def pareq(self, request: Request) -> Response:
         fields = await form_fields(request) or {}
-        try:
-            acs_trans_id = str(tds.decode(fields.get("PaReq", ""))["xid"])
-        except (tds.MessageError, KeyError):
-            return message("Unknown 3-D Secure message", "", status=400)
+        acs_trans_id = message_value(fields.get("PaReq", ""), "xid")
+        if acs_trans_id is None:
+            return unknown_message()
         hidden = {"acsTransID": acs_trans_id, "MD": fields.get("MD", ""), "TermUrl": fields.get("TermUrl", "")}
         return await self._code_page(request, acs_trans_id, hidden)
 

@@ -23,7 +23,7 @@ from kassa.pages import urls
 from kassa.pages.redirect import final_redirect
 from kassa.pages.rendering import render_page
 from kassa.pages.responses import form_fields, html, message, see_other
-from kassa.pages.steps import acs_request
+from kassa.pages.steps import acs_request, message_value, unknown_message
 from kassa.runtime import Services
 from kassa.storage import orders as order_store
 from kassa.storage import threeds as store
@@ -162,10 +162,9 @@ class Pages:
     async def method_notification(self, request: Request) -> Response:
         """The ACS's Method page reports through the browser that fingerprinting finished."""
         fields = await form_fields(request) or {}
-        try:
-            server_trans_id = str(tds.decode(fields.get("threeDSMethodData", ""))["threeDSServerTransID"])
-        except (tds.MessageError, KeyError):
-            return message("Unknown 3-D Secure message", "", status=400)
+        server_trans_id = message_value(fields.get("threeDSMethodData", ""), "threeDSServerTransID")
+        if server_trans_id is None:
+            return unknown_message()
 
         def notified(conn: Connection) -> None:
             record = store.by_server_trans_id(conn, server_trans_id)
@@ -178,14 +177,13 @@ class Pages:
     async def challenge_return(self, request: Request) -> Response:
         """The ACS sends the CRes (2.x) or PaRes (1.0.2) back through the browser for gateway-hosted flows."""
         fields = await form_fields(request) or {}
-        try:
-            answer = tds.decode(fields.get("cres") or fields.get("PaRes") or fields.get("pares") or "")
-            acs_trans_id = str(answer.get("acsTransID") or answer["xid"])
-        except (tds.MessageError, KeyError):
-            return message("Unknown 3-D Secure message", "", status=400)
+        answer = fields.get("cres") or fields.get("PaRes") or fields.get("pares") or ""
+        acs_trans_id = message_value(answer, "acsTransID") or message_value(answer, "xid")
+        if acs_trans_id is None:
+            return unknown_message()
         record = await self.services.db.read(lambda conn: store.by_acs_trans_id(conn, acs_trans_id))
         if record is None:
-            return message("Unknown 3-D Secure message", "", status=400)
+            return unknown_message()
         tx_id = record["transaction_id"]
         await self._quietly(lambda conn: threeds.complete_challenge(conn, tx_id, now_ms()))
         session = await self.services.db.read(lambda conn: store.session_of(conn, tx_id, "checkout"))

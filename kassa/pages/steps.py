@@ -1,11 +1,15 @@
-"""What a browser posts to the issuer's ACS for a challenge: the same for gateway pages and for the
-raw data status gives merchants that run the step themselves."""
+"""3-D Secure messages that go through the customer's browser: what it posts to the issuer's ACS (the
+same for gateway pages and for the raw data status gives merchants that run the step themselves), and
+reading what it posts back."""
 
 from __future__ import annotations
+
+from starlette.responses import Response
 
 from kassa.domain import money
 from kassa.domain import threeds as tds
 from kassa.pages import urls
+from kassa.pages.responses import message
 from kassa.storage.prepared import Record
 
 
@@ -16,3 +20,16 @@ def acs_request(base: str, record: Record, tx: Record) -> tuple[str, dict[str, s
         pareq = tds.pareq(record["acs_trans_id"], money.format_amount(tx["amount"], cur), cur.code)
         return urls.acs_pareq(base), {"PaReq": pareq, "MD": record["server_trans_id"]}
     return urls.acs_challenge(base), {"creq": tds.creq(record["server_trans_id"], record["acs_trans_id"])}
+
+
+def message_value(text: str, key: str) -> str | None:
+    """``key`` of a posted 3-D Secure message (base64url JSON: creq, cres, threeDSMethodData, PaReq,
+    PaRes); None when ``text`` is not such a message or lacks ``key``."""
+    try:
+        return str(tds.decode(text)[key])
+    except (tds.MessageError, KeyError):
+        return None
+
+
+def unknown_message() -> Response:
+    return message("Unknown 3-D Secure message", "", status=400)
