@@ -26,7 +26,7 @@ from kassa.engine.threeds import NotWaiting
 from kassa.pages import urls
 from kassa.pages.rendering import render_page
 from kassa.pages.responses import form_fields, html, message
-from kassa.pages.steps import message_value, unknown_message
+from kassa.pages.steps import message_value, record_and_checkout, unknown_message
 from kassa.runtime import Services
 from kassa.storage import threeds as store
 from kassa.storage.threeds import BrowserContext
@@ -115,13 +115,10 @@ class AccessControlServer:
 
     async def _context(self, acs_trans_id: str) -> BrowserContext | None:
         def load(conn: Connection) -> BrowserContext | None:
-            record = store.by_acs_trans_id(conn, acs_trans_id)
-            if record is None:
-                return None
-            session = store.session_of(conn, record["transaction_id"], "checkout")
+            _, session = record_and_checkout(conn, acs_trans_id)
             if session is None:
                 return None
-            return store.context_of_transaction(conn, record["transaction_id"], session)
+            return store.context_of_transaction(conn, session["transaction_id"], session)
 
         return await self.services.db.read(load)
 

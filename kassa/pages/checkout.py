@@ -23,7 +23,7 @@ from kassa.pages import urls
 from kassa.pages.redirect import final_redirect
 from kassa.pages.rendering import render_page
 from kassa.pages.responses import form_fields, html, message, see_other
-from kassa.pages.steps import acs_request, message_value, unknown_message
+from kassa.pages.steps import acs_request, message_value, record_and_checkout, unknown_message
 from kassa.runtime import Services
 from kassa.storage import orders as order_store
 from kassa.storage import threeds as store
@@ -181,12 +181,11 @@ class Pages:
         acs_trans_id = message_value(answer, "acsTransID") or message_value(answer, "xid")
         if acs_trans_id is None:
             return unknown_message()
-        record = await self.services.db.read(lambda conn: store.by_acs_trans_id(conn, acs_trans_id))
+        record, session = await self.services.db.read(lambda conn: record_and_checkout(conn, acs_trans_id))
         if record is None:
             return unknown_message()
         tx_id = record["transaction_id"]
         await self._quietly(lambda conn: threeds.complete_challenge(conn, tx_id, now_ms()))
-        session = await self.services.db.read(lambda conn: store.session_of(conn, tx_id, "checkout"))
         if session is None:
             return message("This page does not exist", "Return to the shop.", status=404)
         return see_other(urls.checkout(public_base(request, self.services), session["token"]))

@@ -4,12 +4,14 @@ reading what it posts back."""
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
 from starlette.responses import Response
 
 from kassa.domain import money
 from kassa.domain import threeds as tds
 from kassa.pages import urls
 from kassa.pages.responses import message
+from kassa.storage import threeds as store
 from kassa.storage.prepared import Record
 
 
@@ -33,3 +35,12 @@ def message_value(text: str, key: str) -> str | None:
 
 def unknown_message() -> Response:
     return message("Unknown 3-D Secure message", "", status=400)
+
+
+def record_and_checkout(conn: Connection, acs_trans_id: str) -> tuple[Record | None, Record | None]:
+    """The 3-D Secure record an ACS message names by acsTransID (or xid), and the checkout session of its
+    transaction; a session is found only with its record."""
+    record = store.by_acs_trans_id(conn, acs_trans_id)
+    if record is None:
+        return None, None
+    return record, store.session_of(conn, record["transaction_id"], "checkout")
