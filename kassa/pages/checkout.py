@@ -14,7 +14,6 @@ from kassa.api.handlers.payments import new_card
 from kassa.api.pipeline import public_base
 from kassa.clock import now_ms
 from kassa.domain import cards, money
-from kassa.domain import threeds as tds
 from kassa.domain.callbacks import callback_fields
 from kassa.domain.lifecycle import Stage, TxType, is_final
 from kassa.engine import threeds
@@ -23,10 +22,11 @@ from kassa.pages import urls
 from kassa.pages.redirect import final_redirect
 from kassa.pages.rendering import render_page
 from kassa.pages.responses import form_fields, html, message, see_other
-from kassa.pages.steps import acs_request, message_value, record_and_checkout, unknown_message
+from kassa.pages.steps import acs_request, message_value, method_request, record_and_checkout, unknown_message
 from kassa.runtime import Services
 from kassa.storage import orders as order_store
 from kassa.storage import threeds as store
+from kassa.storage.prepared import Record
 from kassa.storage.threeds import BrowserContext
 from kassa.vault.keys import cvv_context
 
@@ -118,16 +118,17 @@ class Pages:
         if is_final(stage) or stage is Stage.UNKNOWN:
             return self._finish(context)
         if stage is Stage.THREE_D_METHOD and record is not None:
-            return self._method_page(base, token, record["server_trans_id"])
+            return self._method_page(base, token, record)
         if stage is Stage.THREE_D_VALIDATING and record is not None:
             return _to_acs(base, token, context)
         return message("Processing your payment…", "This takes a moment; please keep this page open.", refresh=1)
 
-    def _method_page(self, base: str, token: str, server_trans_id: str) -> Response:
+    def _method_page(self, base: str, token: str, record: Record) -> Response:
+        method_url, method_data = method_request(base, record)
         page = render_page(
             "method.html",
-            method_url=urls.acs_method(base),
-            method_data=tds.method_data(server_trans_id, urls.method_notification(base)),
+            method_url=method_url,
+            method_data=method_data,
             continue_url=f"{urls.checkout(base, token)}/method",
             wait_ms=METHOD_WAIT_MS,
         )

@@ -15,6 +15,11 @@ from kassa.storage import threeds as store
 from kassa.storage.prepared import Record
 
 
+def method_request(base: str, record: Record) -> tuple[str, str]:
+    """The ACS's Method URL and the ``threeDSMethodData`` to post there from a hidden iframe."""
+    return urls.acs_method(base), tds.method_data(record["server_trans_id"], urls.method_notification(base))
+
+
 def acs_request(base: str, record: Record, tx: Record) -> tuple[str, dict[str, str]]:
     """The ACS address and the fields to post there: ``creq`` (2.x), or ``PaReq`` and ``MD`` (1.0.2)."""
     if record["version"] == tds.VERSION_1:

@@ -7,11 +7,10 @@ import datetime
 from kassa.api.context import OperationRequest, Reply
 from kassa.api.errors import ApiError, Code, field_error
 from kassa.domain import money
-from kassa.domain import threeds as tds
 from kassa.domain.lifecycle import Stage, TxType, order_stage, status_of
 from kassa.pages import urls
 from kassa.pages.rendering import render_page
-from kassa.pages.steps import acs_request
+from kassa.pages.steps import acs_request, method_request
 from kassa.storage import orders as order_store
 from kassa.storage import threeds as threeds_store
 from kassa.storage.orders import OrderSnapshot
@@ -57,8 +56,7 @@ async def _browser_step(req: OperationRequest, tx: Record) -> Reply:
     step["threeds-version"] = record["version"]
     step["threeds-server-trans-id"] = record["server_trans_id"]
     if record["step"] == "method":
-        step["threeds-method-url"] = urls.acs_method(base)
-        step["threeds-method-data"] = tds.method_data(record["server_trans_id"], urls.method_notification(base))
+        step["threeds-method-url"], step["threeds-method-data"] = method_request(base, record)
     else:
         acs_url, posted = acs_request(base, record, tx)
         step["acs-url"] = acs_url
