@@ -94,9 +94,11 @@ class Pages:
         return html(page, status)
 
     def _attach_card(self, conn: Connection, context: BrowserContext, values: dict[str, object]) -> str | None:
-        session = store.session(conn, context.session["token"], lock=True)
         now = now_ms()
-        if session is None or session["expires_at_ms"] < now or not store.use_session(conn, session["token"], now):
+        # The expiry read with the context is still current (it is never changed); use_session's update
+        # settles a race between two submissions by itself.
+        session = context.session
+        if session["expires_at_ms"] < now or not store.use_session(conn, session["token"], now):
             return None
         order, tx = context.order, context.transaction
         vault = self.services.vault
