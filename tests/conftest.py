@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,8 +54,8 @@ def shared_gateway(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
 
 @pytest.fixture
 def make_merchant(shared_gateway: Gateway) -> Callable[..., Merchant]:
-    def make(currency: str = "USD", *extra: str) -> Merchant:
-        return new_merchant(shared_gateway, f"m-{uuid.uuid4().hex[:10]}", currency, *extra)
+    def make(currency: str = "USD", **endpoint: Any) -> Merchant:
+        return new_merchant(shared_gateway, f"m-{uuid.uuid4().hex[:10]}", currency, **endpoint)
 
     return make
 

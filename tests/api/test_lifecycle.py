@@ -38,7 +38,7 @@ def test_capture_without_amount_takes_the_whole_authorization(merchant: Merchant
 def test_multi_capture_endpoint_allows_captures_up_to_the_authorization(
     make_merchant: Callable[..., Merchant],
 ) -> None:
-    merchant = make_merchant("USD", "--multi-capture")
+    merchant = make_merchant(multi_capture=True)
     order = approved_order(merchant, "mc-1", kind="preauth", amount="100.00")
     assert final(merchant, capture(merchant, "mc-1", order, "60.00"))["status"] == "approved"
     assert final(merchant, capture(merchant, "mc-1", order, "40.00"))["status"] == "approved"

@@ -343,7 +343,7 @@ def test_classic_body_over_64_kib_still_answers_200_in_the_classic_format(classi
 
 
 def test_classic_endpoint_of_a_non_classic_merchant_answers_classic(shared_gateway: Gateway) -> None:
-    merchant = new_merchant(shared_gateway, _login(), "USD", "--classic")
+    merchant = new_merchant(shared_gateway, _login(), classic=True)
     client_orderid = _order()
     response = post_without_accept(
         shared_gateway, f"/api/v2/sale/{merchant.endpoint_id}", merchant.sale_fields(client_orderid)

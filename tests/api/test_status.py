@@ -25,7 +25,7 @@ class Sale:
 
 @pytest.fixture(scope="module")
 def shop(shared_gateway: Gateway) -> Merchant:
-    return new_merchant(shared_gateway, f"m-{uuid.uuid4().hex[:10]}", "USD", "--descriptor", DESCRIPTOR)
+    return new_merchant(shared_gateway, f"m-{uuid.uuid4().hex[:10]}", descriptor=DESCRIPTOR)
 
 
 @pytest.fixture(scope="module")

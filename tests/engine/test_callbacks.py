@@ -147,7 +147,7 @@ def test_callbacks_of_one_order_arrive_in_transaction_order_even_when_the_first_
 
 def test_live_endpoint_refuses_private_callback_targets(gateway_factory: Callable[..., Gateway]) -> None:
     gateway = gateway_factory()
-    merchant = new_merchant(gateway, "live", "USD", "--mode", "live")
+    merchant = new_merchant(gateway, "live", live=True)
     for url in ("http://127.0.0.1/cb", "http://10.0.0.1/cb", "http://[::1]:8080/cb", "http://169.254.169.254/"):
         answer = merchant.sale("live-1", server_callback_url=url)
         assert (answer.status_code, answer.json()["error-code"]) == (400, "1"), url

@@ -25,7 +25,7 @@ def shop() -> Iterator[Receiver]:
 @pytest.fixture
 def merchant_for_pages(gateway_factory: Callable[..., Gateway]) -> Merchant:
     gateway = gateway_factory(KASSA_CALLBACK_BASE_DELAY="0.2")
-    merchant = new_merchant(gateway, "pages", "USD", "--descriptor", "Corner Bookshop")
+    merchant = new_merchant(gateway, "pages", descriptor="Corner Bookshop")
     return merchant
 
 

@@ -183,34 +183,26 @@ def minor_units(amount: str) -> str:
     return str(int(whole + fraction.ljust(2, "0")))
 
 
-def new_merchant(gateway: Gateway, login: str, currency: str = "USD", *extra: str) -> Merchant:
+def new_merchant(
+    gateway: Gateway,
+    login: str,
+    currency: str = "USD",
+    *,
+    live: bool = False,
+    classic: bool = False,
+    descriptor: str = "",
+    multi_capture: bool = False,
+) -> Merchant:
     """A merchant with one endpoint, written straight to the gateway's database (the same rows `kassa
-    merchant create` and `kassa endpoint create` write; tests/ops covers the commands themselves).
-    ``extra`` takes the endpoint options of the CLI: --multi-capture, --classic, --mode M, --descriptor D,
-    --min-amount A, --max-amount A."""
-    from kassa.domain import money
+    merchant create` and `kassa endpoint create` write; tests/ops covers the commands themselves)."""
     from kassa.domain.merchants import Mode
     from kassa.storage import merchants as store
     from kassa.storage.database import open_database
 
-    options, flags, rest = {}, set(), list(extra)
-    while rest:
-        name = rest.pop(0)
-        if name in ("--mode", "--descriptor", "--min-amount", "--max-amount"):
-            options[name] = rest.pop(0)
-        else:
-            flags.add(name)
-    cur = money.currency(currency)
-
-    def minor(name: str) -> int | None:
-        return money.parse_amount(options[name], cur) if name in options else None
-
     def create(conn: Any) -> tuple[str, int]:
         merchant = store.create_merchant(conn, login, uuid.uuid4().hex, False, 0)
-        spec = store.EndpointSpec(
-            merchant.id, currency, Mode(options.get("--mode", "sandbox")), "--classic" in flags,
-            options.get("--descriptor", ""), minor("--min-amount"), minor("--max-amount"), "--multi-capture" in flags,
-        )  # fmt: skip
+        mode = Mode.LIVE if live else Mode.SANDBOX
+        spec = store.EndpointSpec(merchant.id, currency, mode, classic, descriptor, None, None, multi_capture)
         return merchant.control_key, store.create_endpoint(conn, spec, 0)
 
     db = open_database(gateway.database_url, readers=1)
