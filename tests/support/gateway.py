@@ -159,23 +159,23 @@ class Merchant:
         data["control"] = sha1(self.login, client_orderid, orderid, self.control_key)
         return self.gateway.post(f"/api/v2/status/{self.endpoint_id}", data)
 
-    def wait_stage(self, orderid: str, *, leaving: str, timeout: float = 15) -> dict[str, str]:
-        """The status once the order's stage is no longer ``leaving`` (e.g. "sale_processing")."""
+    def wait_stage(
+        self, orderid: str, *, leaving: str, field: str = "order-stage", timeout: float = 15, by_request_sn: str = ""
+    ) -> dict[str, str]:
+        """The status once its ``field`` (the order's stage, e.g. "sale_processing") is no longer ``leaving``,
+        or as it is at ``timeout``."""
         deadline = time.monotonic() + timeout
         while True:
-            answer = dict(self.status(orderid=orderid).json())
-            if answer.get("order-stage") != leaving or time.monotonic() > deadline:
+            answer = dict(self.status(orderid=orderid, **{"by-request-sn": by_request_sn}).json())
+            if answer.get(field) != leaving or time.monotonic() > deadline:
                 return answer
             time.sleep(0.05)
 
     def wait_final(self, orderid: str, timeout: float = 15, by_request_sn: str = "") -> dict[str, str]:
-        deadline = time.monotonic() + timeout
-        extra = {"by-request-sn": by_request_sn} if by_request_sn else {}
-        while True:
-            answer = self.status(orderid=orderid, **extra).json()
-            if answer.get("status") != "processing" or time.monotonic() > deadline:
-                return dict(answer)
-            time.sleep(0.05)
+        """The status once it is no longer ``processing``, or as it is at ``timeout``."""
+        return self.wait_stage(
+            orderid, leaving="processing", field="status", timeout=timeout, by_request_sn=by_request_sn
+        )
 
 
 def minor_units(amount: str) -> str:
