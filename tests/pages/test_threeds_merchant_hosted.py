@@ -38,6 +38,22 @@ def upload(m: Merchant, operation: str, order: str, client_orderid: str, **field
     return m.gateway.post(f"/api/3ds/v1/{operation}/{m.endpoint_id}", data)
 
 
+def through_acs(step: dict[str, str], code: str | None = None, term_url: str = "") -> HiddenFields:
+    """Plays the cardholder at the issuer's ACS with the challenge status gave (2.x ``creq``, or 1.0.2
+    ``pareq`` with ``term_url``): enters ``code``, by default the one the sandbox page hints, and returns
+    the form the ACS sends the browser back with."""
+    posted = (
+        {"creq": step["creq"]} if "creq" in step else {"PaReq": step["pareq"], "MD": step["md"], "TermUrl": term_url}
+    )
+    acs_page = httpx.post(step["acs-url"], data=posted).text
+    if code is None:
+        hint = re.search(r'id="code-hint">(\d+)<', acs_page)
+        assert hint is not None
+        code = hint.group(1)
+    form = HiddenFields(acs_page)
+    return HiddenFields(httpx.post(form.action, data={**form.fields, "code": code}).text)
+
+
 def test_direct_sale_with_method_then_challenge_driven_through_status_and_uploads(
     gateway_factory: Callable[..., Gateway],
 ) -> None:
@@ -69,11 +85,7 @@ def test_direct_sale_with_method_then_challenge_driven_through_status_and_upload
         forged = tds.cres(creq["threeDSServerTransID"], creq["acsTransID"], "Y")  # the ACS has not answered
         assert upload(merchant, "upload-cres-result", order, "mh-1", cres=forged).json()["error-code"] == "6"
 
-        acs_page = httpx.post(challenge["acs-url"], data={"creq": challenge["creq"]}).text
-        code = re.search(r'id="code-hint">(\d+)<', acs_page)
-        assert code is not None
-        form = HiddenFields(acs_page)
-        back = HiddenFields(httpx.post(form.action, data={**form.fields, "code": code.group(1)}).text)
+        back = through_acs(challenge)
         assert back.action == "https://shop.example/return"
 
         done = upload(merchant, "upload-cres-result", order, "mh-1", cres=back.fields["cres"])
@@ -106,9 +118,7 @@ def test_3ds_1_0_2_merchant_hosted_with_pares_upload(gateway_factory: Callable[.
     step = merchant.wait_stage(order, leaving="sale_processing")
     assert (step["threeds-version"], step["order-stage"]) == ("1.0.2", "sale_3d_validating")
     term_url = "https://shop.example/term"
-    acs_page = httpx.post(step["acs-url"], data={"PaReq": step["pareq"], "MD": step["md"], "TermUrl": term_url}).text
-    form = HiddenFields(acs_page)
-    back = HiddenFields(httpx.post(form.action, data={**form.fields, "code": "000000-wrong"}).text)
+    back = through_acs(step, "000000-wrong", term_url)
     assert back.action == term_url
     done = upload(merchant, "upload-pares-result", order, "mh-3", pares=back.fields["PaRes"], md=back.fields["MD"])
     assert done.json()["type"] == "async-response"
@@ -137,20 +147,11 @@ def test_cvv_is_kept_encrypted_across_3ds_and_deleted_whatever_the_outcome(
     assert len(held) == 2
     assert all(b"321" not in blob and b"322" not in blob for blob in held)
 
-    acs_page = httpx.post(steps[passed]["acs-url"], data={"creq": steps[passed]["creq"]}).text
-    code = re.search(r'id="code-hint">(\d+)<', acs_page)
-    assert code is not None
-    form = HiddenFields(acs_page)
-    back = HiddenFields(httpx.post(form.action, data={**form.fields, "code": code.group(1)}).text)
+    back = through_acs(steps[passed])
     upload(merchant, "upload-cres-result", passed, "cv-1", cres=back.fields["cres"])
     assert merchant.wait_final(passed)["status"] == "approved"
 
-    step = steps[failed]
-    acs_page = httpx.post(
-        step["acs-url"], data={"PaReq": step["pareq"], "MD": step["md"], "TermUrl": "https://t.example/"}
-    ).text
-    form = HiddenFields(acs_page)
-    back = HiddenFields(httpx.post(form.action, data={**form.fields, "code": "wrong"}).text)
+    back = through_acs(steps[failed], "wrong", "https://t.example/")
     upload(merchant, "upload-pares-result", failed, "cv-2", pares=back.fields["PaRes"], md=back.fields["MD"])
     assert merchant.wait_final(failed)["status"] == "declined"
     assert _stored_cvvs(gateway) == []
