@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-import sqlalchemy
-
-from kassa.storage.database import sqlalchemy_url
+from tests.support.databases import run_sql
 from tests.support.gateway import Gateway, new_merchant
 
 
@@ -16,10 +14,8 @@ def test_database_failure_answers_500_without_detail_and_logs_the_serial(
 ) -> None:
     gateway = gateway_factory()
     merchant = new_merchant(gateway, "broken")
-    engine = sqlalchemy.create_engine(sqlalchemy_url(gateway.database_url))
-    with engine.begin() as conn:  # an operator's mistake: the orders table disappears under the gateway
-        conn.exec_driver_sql("ALTER TABLE orders RENAME TO orders_gone")
-    engine.dispose()
+    # an operator's mistake: the orders table disappears under the gateway
+    run_sql(gateway.database_url, "ALTER TABLE orders RENAME TO orders_gone")
 
     answer = merchant.sale("will-fail")
 

@@ -7,9 +7,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
-import sqlalchemy
-
-from kassa.storage.database import sqlalchemy_url
+from tests.support.databases import run_sql
 from tests.support.gateway import Gateway, new_merchant
 
 
@@ -63,18 +61,15 @@ def test_job_left_for_a_transaction_already_final_is_dropped_without_touching_it
     merchant = new_merchant(gateway, "leftover")
     order = merchant.sale("left-1").json()["paynet-order-id"]
     before = merchant.wait_final(order)
-    engine = sqlalchemy.create_engine(sqlalchemy_url(gateway.database_url))
-    with engine.begin() as conn:  # as if a crash came between recording the outcome and deleting the job
-        conn.exec_driver_sql(
-            "INSERT INTO jobs (kind, transaction_id, run_at_ms, attempts, created_at_ms) "
-            f"SELECT 'process', id, 0, 0, 0 FROM transactions WHERE order_id = {int(order)}"
-        )
+    run_sql(  # as if a crash came between recording the outcome and deleting the job
+        gateway.database_url,
+        "INSERT INTO jobs (kind, transaction_id, run_at_ms, attempts, created_at_ms) "
+        f"SELECT 'process', id, 0, 0, 0 FROM transactions WHERE order_id = {int(order)}",
+    )
     deadline = time.monotonic() + 10
     remaining = 1
     while remaining and time.monotonic() < deadline:
-        with engine.connect() as conn:
-            remaining = conn.exec_driver_sql("SELECT COUNT(*) FROM jobs").scalar_one()
+        [(remaining,)] = run_sql(gateway.database_url, "SELECT COUNT(*) FROM jobs")
         time.sleep(0.05)
-    engine.dispose()
     assert remaining == 0
     assert merchant.status(orderid=order).json() | {"serial-number": ""} == before | {"serial-number": ""}

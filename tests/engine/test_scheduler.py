@@ -7,11 +7,10 @@ import datetime
 import time
 from collections.abc import Callable
 
-import sqlalchemy
-
 from kassa.engine.scheduler import Scheduler, next_cutoff
-from kassa.storage.database import open_database, sqlalchemy_url
+from kassa.storage.database import open_database
 from kassa.storage.tables import schedule as schedule_table
+from tests.support.databases import run_sql
 from tests.support.gateway import Gateway, new_merchant
 from tests.support.operations import LEDGER_OK, approved_order, ledger_check
 
@@ -52,10 +51,7 @@ def test_ledger_check_fails_on_a_hand_corrupted_entry(gateway_factory: Callable[
     merchant = new_merchant(gateway, "corrupt")
     approved_order(merchant, "cor-1", amount="10.00")
     assert ledger_check(merchant) == LEDGER_OK
-    engine = sqlalchemy.create_engine(sqlalchemy_url(gateway.database_url))
-    with engine.begin() as conn:
-        conn.exec_driver_sql("UPDATE ledger_entries SET amount = amount + 1 WHERE account = 'captured'")
-    engine.dispose()
+    run_sql(gateway.database_url, "UPDATE ledger_entries SET amount = amount + 1 WHERE account = 'captured'")
     report = ledger_check(merchant)
     assert report["exit"] == 1
     assert report["ok"] is False

@@ -9,10 +9,9 @@ from collections.abc import Callable
 from html.parser import HTMLParser
 
 import httpx
-import sqlalchemy
 
 from kassa.domain import threeds as tds
-from kassa.storage.database import sqlalchemy_url
+from tests.support.databases import run_sql
 from tests.support.gateway import Gateway, Merchant, free_port, new_merchant, sha1
 from tests.support.receiver import Receiver, running
 
@@ -128,11 +127,7 @@ def test_3ds_1_0_2_merchant_hosted_with_pares_upload(gateway_factory: Callable[.
 
 
 def _stored_cvvs(gateway: Gateway) -> list[bytes]:
-    engine = sqlalchemy.create_engine(sqlalchemy_url(gateway.database_url))
-    with engine.connect() as conn:
-        rows = [bytes(row[0]) for row in conn.exec_driver_sql("SELECT cvv_ciphertext FROM transient_secrets")]
-    engine.dispose()
-    return rows
+    return [bytes(cvv) for (cvv,) in run_sql(gateway.database_url, "SELECT cvv_ciphertext FROM transient_secrets")]
 
 
 def test_cvv_is_kept_encrypted_across_3ds_and_deleted_whatever_the_outcome(

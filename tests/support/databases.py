@@ -1,4 +1,4 @@
-"""Throw-away databases for tests: a fresh PostgreSQL database, dropped afterwards."""
+"""Databases for tests: a fresh PostgreSQL database, dropped afterwards; raw SQL on a gateway's database."""
 
 from __future__ import annotations
 
@@ -6,8 +6,12 @@ import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import psycopg
+import sqlalchemy
+
+from kassa.storage.database import sqlalchemy_url
 
 POSTGRES_ADMIN_URL = os.environ.get("KASSA_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 
@@ -23,3 +27,15 @@ def fresh_postgres(prefix: str = "kassa_test") -> Iterator[str]:
     finally:
         with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def run_sql(database_url: str, statement: str) -> list[tuple[Any, ...]]:
+    """Runs ``statement`` on a connection of its own, as an operator's SQL shell would, and commits;
+    returns its rows (none for a change). For looking past the gateway, or breaking what it relies on."""
+    engine = sqlalchemy.create_engine(sqlalchemy_url(database_url))
+    try:
+        with engine.begin() as conn:
+            result = conn.exec_driver_sql(statement)
+            return [tuple(row) for row in result] if result.returns_rows else []
+    finally:
+        engine.dispose()
