@@ -14,6 +14,7 @@ from kassa.engine.worker import Worker, WorkerConfig
 from kassa.settings import Settings
 from kassa.storage import merchants as merchant_store
 from kassa.storage.database import Database, open_database
+from kassa.storage.jobs import Job, Lease
 from kassa.vault.keys import Vault, load_vault
 
 
@@ -49,6 +50,18 @@ class Services:
     scheduler: Scheduler | None = None
     dispatcher: CallbackDispatcher | None = None
 
+    def job_lease(self) -> Lease | None:
+        """A lease to write a new processing job with, for the least busy worker of this process; None
+        when there is none (an API-only process) or all have enough in hand."""
+        worker = min(self.workers, key=lambda w: w.in_hand, default=None)
+        return None if worker is None else worker.lease()
+
+    def hand_over(self, job: Job, lease: Lease) -> None:
+        """A job written with ``job_lease()``, now committed, goes to the worker that holds its lease."""
+        for worker in self.workers:
+            if worker.owner == lease.owner:
+                worker.take(job)
+
     def wake_workers(self, *, callbacks: bool = True) -> None:
         """New jobs, and unless told otherwise new callbacks, were committed by a request."""
         for worker in self.workers:
@@ -75,7 +88,7 @@ def build_services(settings: Settings, worker_count: int) -> Services:
     if not worker_count:  # an API-only process: jobs, callbacks and scheduled work run elsewhere
         return Services(settings, db, vault, directory)
     dispatcher = CallbackDispatcher(db, _callback_config(settings))
-    workers = [Worker(db, vault, processor, config, on_final=dispatcher.wake) for _ in range(worker_count)]
+    workers = [Worker(db, vault, processor, config, callbacks=dispatcher) for _ in range(worker_count)]
     scheduler = Scheduler(
         db,
         cutoff=settings.settlement_cutoff,

@@ -1,6 +1,8 @@
 """The job worker: claim due jobs, run each through the processor, record the outcome.
 
 A claimed job is leased; if this process dies the lease runs out and another worker takes the job over.
+A job this process writes for its own worker is written leased to it and handed over after the commit
+(``lease``, ``take``); the claim loop finds the rest: timers, retries, jobs of dead workers.
 Recording an outcome first checks that the lease is still ours (a fence), in the same transaction that
 moves the transaction's stage and deletes the job, so one job's outcome is recorded exactly once.
 """
@@ -18,18 +20,21 @@ from sqlalchemy import Connection
 from kassa.clock import now_ms
 from kassa.domain.lifecycle import Stage, TxType, is_final
 from kassa.engine import threeds
+from kassa.engine.callbacks import CallbackDispatcher
 from kassa.engine.polling import Consumer
 from kassa.engine.processor import AuthorizationRequest, CardDetails, Processor
 from kassa.storage import jobs as job_queue
 from kassa.storage import orders as order_store
+from kassa.storage.callbacks import NOTHING_QUEUED, Queued
 from kassa.storage.database import Database
-from kassa.storage.jobs import Job
+from kassa.storage.jobs import Job, Lease
 from kassa.storage.orders import AuthorizationWork, Outcome
 from kassa.vault.keys import Vault, cvv_context, pan_context
 
 log = logging.getLogger("kassa.worker")
 
 _BATCH = 32
+_HANDED_MAX = 256  # jobs handed over and not finished; beyond it, new jobs wait for the claim loop
 _MAX_ATTEMPTS = 5
 
 
@@ -59,18 +64,43 @@ class Worker(Consumer):
         vault: Vault,
         processor: Processor,
         config: WorkerConfig,
-        on_final: Callable[[], None] = lambda: None,
+        callbacks: CallbackDispatcher | None = None,
     ) -> None:
         super().__init__(db, config.poll_interval)
-        self.on_final = on_final  # told after callbacks are committed, so they go out at once
+        self.callbacks = callbacks  # told of callbacks once committed, so they go out at once
         self.vault = vault
         self.processor = processor
         self.config = config
         self.owner = f"worker-{uuid.uuid4().hex[:12]}"
+        self._running = False
+        self._handed: set[asyncio.Task[None]] = set()
 
     async def run(self, stop: asyncio.Event) -> None:
         log.info("worker started", extra={"worker": self.owner})
-        await self.consume(stop, self._claim, self._run_job)
+        self._running = True
+        try:
+            await self.consume(stop, self._claim, self._run_job)
+        finally:
+            self._running = False
+            await asyncio.gather(*self._handed, return_exceptions=True)
+
+    @property
+    def in_hand(self) -> int:
+        return len(self._handed)
+
+    def lease(self) -> Lease | None:
+        """A lease for a job about to be written by this process, or None when it should wait for a claim."""
+        if not self._running or len(self._handed) >= _HANDED_MAX:
+            return None
+        return Lease(self.owner, now_ms() + int(self.config.lease_seconds * 1000))
+
+    def take(self, job: Job) -> None:
+        """Runs a job written leased to this worker, now committed."""
+        if not self._running:  # stopping: the lease runs out and the job is claimed again
+            return
+        task = asyncio.get_running_loop().create_task(self._run_job(job))
+        self._handed.add(task)
+        task.add_done_callback(self._handed.discard)
 
     def _claim(self, conn: Connection) -> list[Job]:
         return job_queue.claim(conn, self.owner, now_ms(), int(self.config.lease_seconds * 1000), _BATCH)
@@ -86,7 +116,7 @@ class Worker(Consumer):
         timer = TIMERS.get(job.kind)
         if timer is not None:
             await self.db.write(lambda conn: self._fenced(conn, job, timer))
-            self.on_final()
+            self._wake_callbacks()
             return
         work = await self.db.read_point(lambda conn: order_store.load_authorization(conn, job.transaction_id))
         if is_final(Stage(work.transaction["stage"])):  # a job left behind by a crash after the outcome
@@ -99,9 +129,9 @@ class Worker(Consumer):
             if await self._authentication_pending(job, work, request):
                 return
             outcome = await self.processor.process(request)
-        recorded, callbacks = await self.db.write(lambda conn: self._record(conn, job, outcome))
-        if callbacks:
-            self.on_final()
+        lease = self.callbacks.lease() if self.callbacks is not None else None
+        recorded, queued = await self.db.write(lambda conn: self._record(conn, job, outcome, lease))
+        self._callbacks_queued(queued)
         if recorded:
             log.info(
                 "transaction processed",
@@ -133,7 +163,7 @@ class Worker(Consumer):
 
         stage = await self.db.write(start)
         if stage is not None and is_final(stage):  # rejected by the issuer: its callbacks are queued
-            self.on_final()
+            self._wake_callbacks()
         return stage is not Stage.THREE_D_VALIDATED
 
     def _fenced(self, conn: Connection, job: Job, timer: Timer) -> None:
@@ -141,17 +171,29 @@ class Worker(Consumer):
             timer(conn, job.transaction_id, now_ms())
             job_queue.finish(conn, job)
 
-    def _record(self, conn: Connection, job: Job, outcome: Outcome) -> tuple[bool, int]:
+    def _record(self, conn: Connection, job: Job, outcome: Outcome, lease: Lease | None) -> tuple[bool, Queued]:
         """Records the outcome while the lease holds; returns whether it did, and the callbacks it queued."""
         if not job_queue.still_held(conn, job, self.owner):
-            return False, 0
+            return False, NOTHING_QUEUED
         now = now_ms()
-        callbacks = order_store.record_outcome(conn, job.transaction_id, outcome, now)
+        queued = order_store.record_outcome(conn, job.transaction_id, outcome, now, lease)
         job_queue.finish(conn, job)
         if outcome.stage is Stage.UNKNOWN:
             reconcile_at = now + int(self.config.reconcile_delay_seconds * 1000)
             job_queue.add(conn, "reconcile", job.transaction_id, run_at_ms=reconcile_at, now_ms=now)
-        return True, callbacks
+        return True, queued
+
+    def _callbacks_queued(self, queued: Queued) -> None:
+        if self.callbacks is None:
+            return
+        if queued.handed:
+            self.callbacks.take(queued.handed)
+        if queued.count > len(queued.handed):
+            self.callbacks.wake()
+
+    def _wake_callbacks(self) -> None:
+        if self.callbacks is not None:
+            self.callbacks.wake()
 
     def _request(self, work: AuthorizationWork) -> AuthorizationRequest:
         tx, card = work.transaction, work.card
@@ -182,6 +224,5 @@ class Worker(Consumer):
             await self.db.write(lambda conn: job_queue.retry_later(conn, job, self.owner, retry_at))
             return
         failed = Outcome(Stage.ERROR, "500", "Processing failed")
-        _, callbacks = await self.db.write(lambda conn: self._record(conn, job, failed))
-        if callbacks:
-            self.on_final()
+        _, queued = await self.db.write(lambda conn: self._record(conn, job, failed, None))
+        self._callbacks_queued(queued)

@@ -14,48 +14,11 @@ import orjson
 from sqlalchemy import Connection, and_, bindparam, exists, insert, select, update
 
 from kassa.domain.callbacks import callback_fields
+from kassa.storage.jobs import Lease
 from kassa.storage.prepared import Prepared, Record
 from kassa.storage.tables import callback_attempts, callbacks, cards, endpoints, merchants, orders
 
 PENDING, DELIVERED, FAILED = "pending", "delivered", "failed"
-
-
-def enqueue(conn: Connection, order: Record, tx: Record, now_ms: int, *, starts_order: bool) -> int:
-    """Outbox rows for a transaction that reached a final status; returns how many were written."""
-    targets = [("notify", order["notify_url"])]
-    if starts_order:
-        targets.insert(0, ("server_callback", order["server_callback_url"]))
-    targets = [(kind, url) for kind, url in targets if url]
-    if not targets:
-        return 0
-    card = None
-    if order["card_id"] is not None:
-        card = _CARD.one(conn, {"card_id": order["card_id"]})
-    descriptor = _DESCRIPTOR.scalar(conn, {"endpoint_id": order["endpoint_id"]})
-    fields = orjson.dumps(
-        callback_fields(order=dict(order), tx=dict(tx), card=dict(card) if card else None, descriptor=descriptor or "")
-    ).decode()
-    for kind, url in targets:
-        row = {"order_id": order["id"], "tx_id": tx["id"], "kind": kind, "url": url, "fields": fields, "now_ms": now_ms}
-        _INSERT.execute(conn, row)
-    return len(targets)
-
-
-_CARD = Prepared(select(cards).where(cards.c.id == bindparam("card_id")))
-_DESCRIPTOR = Prepared(select(endpoints.c.descriptor).where(endpoints.c.id == bindparam("endpoint_id")))
-_INSERT = Prepared(
-    insert(callbacks).values(
-        order_id=bindparam("order_id"),
-        transaction_id=bindparam("tx_id"),
-        kind=bindparam("kind"),
-        url=bindparam("url"),
-        fields=bindparam("fields"),
-        state=PENDING,
-        attempts=0,
-        next_attempt_at_ms=bindparam("now_ms"),
-        created_at_ms=bindparam("now_ms"),
-    )
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +31,83 @@ class Due:
     merchant_id: int
     live: bool
     control_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Queued:
+    """The callbacks a status change queued: how many, and those written leased, to deliver now."""
+
+    count: int
+    handed: list[Due]
+
+
+NOTHING_QUEUED = Queued(0, [])
+
+
+def enqueue(
+    conn: Connection, order: Record, tx: Record, now_ms: int, *, starts_order: bool, lease: Lease | None = None
+) -> Queued:
+    """Outbox rows for a transaction that reached a final status. With a ``lease``, the callbacks that need
+    not wait for another are written leased, to be delivered by the lease's owner without a claim: those of
+    the transaction that started the order (the order has no earlier ones), each to its own URL."""
+    targets = [("notify", order["notify_url"])]
+    if starts_order:
+        targets.insert(0, ("server_callback", order["server_callback_url"]))
+    targets = [(kind, url) for kind, url in targets if url]
+    if not targets:
+        return NOTHING_QUEUED
+    card = None
+    if order["card_id"] is not None:
+        card = _CARD.one(conn, {"card_id": order["card_id"]})
+    signer = _ENDPOINT_SIGNER.one(conn, {"endpoint_id": order["endpoint_id"]})
+    fields = callback_fields(
+        order=dict(order), tx=dict(tx), card=dict(card) if card else None, descriptor=signer["descriptor"] or ""
+    )
+    stored = orjson.dumps(fields).decode()
+    urls = [url for _, url in targets]
+    handed = []
+    for kind, url in targets:
+        own = lease if starts_order and urls.count(url) == 1 else None
+        row = {"order_id": order["id"], "tx_id": tx["id"], "kind": kind, "url": url, "fields": stored}
+        callback_id = _INSERT.scalar(conn, {**row, "now_ms": now_ms, **_lease_columns(own)})
+        if own is not None:
+            live = signer["mode"] == "live"
+            merchant_id, key = order["merchant_id"], signer["control_key"]
+            handed.append(Due(callback_id, order["id"], url, fields, 0, merchant_id, live, key))
+    return Queued(len(targets), handed)
+
+
+def _lease_columns(lease: Lease | None) -> dict[str, Any]:
+    return (
+        {"lease_owner": None, "lease_until_ms": None}
+        if lease is None
+        else {"lease_owner": lease.owner, "lease_until_ms": lease.until_ms}
+    )
+
+
+_CARD = Prepared(select(cards).where(cards.c.id == bindparam("card_id")))
+_ENDPOINT_SIGNER = Prepared(
+    select(endpoints.c.descriptor, endpoints.c.mode, merchants.c.control_key)
+    .join(merchants, merchants.c.id == endpoints.c.merchant_id)
+    .where(endpoints.c.id == bindparam("endpoint_id"))
+)
+_INSERT = Prepared(
+    insert(callbacks)
+    .values(
+        order_id=bindparam("order_id"),
+        transaction_id=bindparam("tx_id"),
+        kind=bindparam("kind"),
+        url=bindparam("url"),
+        fields=bindparam("fields"),
+        state=PENDING,
+        attempts=0,
+        next_attempt_at_ms=bindparam("now_ms"),
+        lease_owner=bindparam("lease_owner"),
+        lease_until_ms=bindparam("lease_until_ms"),
+        created_at_ms=bindparam("now_ms"),
+    )
+    .returning(callbacks.c.id)
+)
 
 
 def _claim_statement() -> Prepared:

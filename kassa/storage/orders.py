@@ -18,6 +18,8 @@ from kassa.storage import callbacks as callback_store
 from kassa.storage import jobs as job_queue
 from kassa.storage import ledger as ledger_store
 from kassa.storage import threeds as session_store
+from kassa.storage.callbacks import NOTHING_QUEUED, Queued
+from kassa.storage.jobs import Job, Lease
 from kassa.storage.prepared import Prepared, Record, Row
 from kassa.storage.tables import cards, endpoints, orders, transactions, transient_secrets
 
@@ -55,6 +57,7 @@ class NewOrder:
     cvv_ciphertext: bytes | None
     now_ms: int
     form_ttl_ms: int | None = None  # a hosted form collects the card: no processing until it is submitted
+    lease: Lease | None = None  # the processing job is written leased to this worker, to hand over
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,7 @@ class Started:
     request_fingerprint: str
     created: bool
     form_token: str | None = None
+    job: Job | None = None  # the processing job, written leased (``NewOrder.lease``)
 
 
 def _values(*columns: str) -> dict[str, BindParameter[Any]]:
@@ -145,10 +149,12 @@ WITH card AS (
 ), secret AS (
     INSERT INTO transient_secrets (transaction_id, cvv_ciphertext) SELECT tx.id, :cvv FROM tx
 ), job AS (
-    INSERT INTO jobs (kind, transaction_id, run_at_ms, attempts, created_at_ms)
-    SELECT 'process', tx.id, :created_at_ms, 0, :created_at_ms FROM tx
+    INSERT INTO jobs (kind, transaction_id, run_at_ms, attempts, lease_owner, lease_until_ms, created_at_ms)
+    SELECT 'process', tx.id, :created_at_ms, :attempts, :lease_owner, :lease_until_ms, :created_at_ms FROM tx
+    RETURNING id, transaction_id
 )
-SELECT (SELECT id FROM card) AS card_id, (SELECT id FROM started) AS order_id
+SELECT (SELECT id FROM card) AS card_id, (SELECT id FROM started) AS order_id, (SELECT id FROM job) AS job_id,
+       (SELECT transaction_id FROM job) AS tx_id
 """
     )
 )
@@ -161,10 +167,11 @@ def start_order(conn: Connection, new: NewOrder) -> Started:
     if conn.dialect.name == "postgresql" and new.card and new.cvv_ciphertext and new.form_ttl_ms is None:
         card = _card_values(new.card, new.merchant_id, new.now_ms)
         extra = {"serial_number": new.serial, "stage": Stage.PROCESSING.value, "cvv": new.cvv_ciphertext}
-        ids = _START_CARD_SALE.one(conn, {**order, **card, **extra})
-        if ids["order_id"] is not None:
-            return Started(ids["order_id"], new.endpoint_id, new.serial, new.request_fingerprint, True)
-        return _started_before(conn, new, ids["card_id"])
+        ids = _START_CARD_SALE.one(conn, {**order, **card, **extra, **job_queue.leased(new.lease)})
+        if ids["order_id"] is None:
+            return _started_before(conn, new, ids["card_id"])
+        job = None if new.lease is None else Job(ids["job_id"], "process", ids["tx_id"], 1)
+        return Started(ids["order_id"], new.endpoint_id, new.serial, new.request_fingerprint, True, job=job)
     card_id = None
     if new.card is not None:
         card_id = _INSERT_CARD.scalar(conn, _card_values(new.card, new.merchant_id, new.now_ms))
@@ -226,13 +233,13 @@ def _start_transaction(conn: Connection, new: NewOrder, order_id: int) -> Starte
     )
     if new.cvv_ciphertext is not None:
         _INSERT_SECRET.execute(conn, {"tx_id": tx_id, "cvv": new.cvv_ciphertext})
-    form_token = None
+    started = Started(order_id, new.endpoint_id, new.serial, new.request_fingerprint, True)
     if new.form_ttl_ms is None:
-        job_queue.add(conn, "process", tx_id, run_at_ms=new.now_ms, now_ms=new.now_ms)
-    else:
-        form_token = session_store.open_session(conn, "form", order_id, tx_id, new.now_ms, new.form_ttl_ms)
-        job_queue.add(conn, "session_timeout", tx_id, run_at_ms=new.now_ms + new.form_ttl_ms, now_ms=new.now_ms)
-    return Started(order_id, new.endpoint_id, new.serial, new.request_fingerprint, True, form_token)
+        job = job_queue.add(conn, "process", tx_id, run_at_ms=new.now_ms, now_ms=new.now_ms, lease=new.lease)
+        return dataclasses.replace(started, job=job)
+    form_token = session_store.open_session(conn, "form", order_id, tx_id, new.now_ms, new.form_ttl_ms)
+    job_queue.add(conn, "session_timeout", tx_id, run_at_ms=new.now_ms + new.form_ttl_ms, now_ms=new.now_ms)
+    return dataclasses.replace(started, form_token=form_token)
 
 
 def _find_started(conn: Connection, endpoint_id: int, client_orderid: str) -> Started | None:
@@ -384,10 +391,12 @@ class Outcome:
     processor_tx_id: str | None = None
 
 
-def record_outcome(conn: Connection, transaction_id: int, outcome: Outcome, now_ms: int) -> int:
+def record_outcome(
+    conn: Connection, transaction_id: int, outcome: Outcome, now_ms: int, callback_lease: Lease | None = None
+) -> Queued:
     """Moves the transaction to the processor's outcome (as the transition table allows), posts its money
-    movement to the ledger when approved, and forgets its CVV, whatever the outcome. Returns how many
-    callbacks it queued."""
+    movement to the ledger when approved, and forgets its CVV, whatever the outcome. Returns the callbacks
+    it queued; with a ``callback_lease``, those that can go at once are written leased to its owner."""
     tx = _TRANSACTION.one(conn, {"tx_id": transaction_id})
     order = lock_order(conn, tx["order_id"])
     stage = advance(Stage(tx["stage"]), outcome.stage)
@@ -404,8 +413,8 @@ def record_outcome(conn: Connection, transaction_id: int, outcome: Outcome, now_
         _post_approved(conn, order, transaction_id, TxType(tx["tx_type"]), tx["amount"], now_ms)
     _FORGET_SECRET.execute(conn, {"tx_id": transaction_id})
     if not is_final(stage):
-        return 0
-    return _enqueue_callbacks(conn, order, {**tx, **changes, "updated_at_ms": now_ms}, now_ms)
+        return NOTHING_QUEUED
+    return _enqueue_callbacks(conn, order, {**tx, **changes, "updated_at_ms": now_ms}, now_ms, callback_lease)
 
 
 def attach_card(
@@ -449,11 +458,12 @@ def transaction(conn: Connection, transaction_id: int) -> Record:
     return _TRANSACTION.one(conn, {"tx_id": transaction_id})
 
 
-def _enqueue_callbacks(conn: Connection, order: Record, tx: Record, now_ms: int) -> int:
+def _enqueue_callbacks(conn: Connection, order: Record, tx: Record, now_ms: int, lease: Lease | None) -> Queued:
     """``tx`` as it now stands in the database."""
     if not (order["server_callback_url"] or order["notify_url"]):
-        return 0
-    return callback_store.enqueue(conn, order, tx, now_ms, starts_order=tx["tx_type"] == order["tx_type"])
+        return NOTHING_QUEUED
+    starts_order = tx["tx_type"] == order["tx_type"]
+    return callback_store.enqueue(conn, order, tx, now_ms, starts_order=starts_order, lease=lease)
 
 
 def _post_approved(
@@ -504,7 +514,7 @@ def add_transaction(
         job_queue.add(conn, "process", tx_id, run_at_ms=now_ms, now_ms=now_ms)
     elif stage is Stage.APPROVED:
         _post_approved(conn, order, tx_id, tx_type, amount, now_ms)
-        _enqueue_callbacks(conn, order, _TRANSACTION.one(conn, {"tx_id": tx_id}), now_ms)
+        _enqueue_callbacks(conn, order, _TRANSACTION.one(conn, {"tx_id": tx_id}), now_ms, None)
     return tx_id
 
 

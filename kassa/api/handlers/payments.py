@@ -61,7 +61,9 @@ async def start_card_order(req: OperationRequest, tx_type: TxType, *, hosted: bo
     started = await req.services.db.write(lambda conn: order_store.start_order(conn, new))
     if not started.created and started.request_fingerprint != new.request_fingerprint:
         raise ApiError(Code.DUPLICATE, "client_orderid was already used with different fields")
-    if started.created:
+    if started.job is not None and new.lease is not None:
+        req.services.hand_over(started.job, new.lease)
+    elif started.created:
         req.services.wake_workers(callbacks=False)  # a new order has no callbacks yet: no empty claim
     reply = async_reply(started.serial, req.values["client_orderid"], started.order_id, started.endpoint_id)
     if started.form_token is not None:
@@ -102,6 +104,7 @@ def _new_order(req: OperationRequest, tx_type: TxType, endpoint_id: int, cur: Cu
         cvv_ciphertext=None if hosted else req.services.vault.encrypt(values["cvv2"], cvv_context(req.serial)),
         now_ms=now_ms(),
         form_ttl_ms=int(settings.session_ttl_seconds * 1000) if hosted else None,
+        lease=None if hosted else req.services.job_lease(),
     )
 
 
