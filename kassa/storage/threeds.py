@@ -52,9 +52,8 @@ def open_session(conn: Connection, kind: str, order_id: int, transaction_id: int
     return token
 
 
-def session(conn: Connection, token: str, *, lock: bool = False) -> Record | None:
-    query = select(browser_sessions).where(browser_sessions.c.token == token)
-    return conn.execute(query.with_for_update() if lock else query).mappings().first()
+def session(conn: Connection, token: str) -> Record | None:
+    return conn.execute(select(browser_sessions).where(browser_sessions.c.token == token)).mappings().first()
 
 
 def session_of(conn: Connection, transaction_id: int, kind: str) -> Record | None:

@@ -7,11 +7,14 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import func, select
 
-from kassa.domain.lifecycle import TxType
+from kassa.domain.lifecycle import Stage, TxType
 from kassa.domain.merchants import Mode
+from kassa.storage import callbacks as callback_store
+from kassa.storage import jobs as job_queue
 from kassa.storage import merchants as merchant_store
 from kassa.storage import orders as order_store
 from kassa.storage.database import Database, open_database
+from kassa.storage.jobs import Lease
 from kassa.storage.migrate import upgrade
 from kassa.storage.tables import cards, jobs, orders, transactions, transient_secrets
 
@@ -33,11 +36,20 @@ def _endpoint(db: Database) -> tuple[int, int]:
     return db.write_sync(unit)
 
 
-def _sale(merchant_id: int, endpoint_id: int, client_orderid: str, serial: str) -> order_store.NewOrder:
+def _sale(
+    merchant_id: int,
+    endpoint_id: int,
+    client_orderid: str,
+    serial: str,
+    *,
+    lease: Lease | None = None,
+    server_callback_url: str | None = None,
+    notify_url: str | None = None,
+) -> order_store.NewOrder:
     card = order_store.NewCard(b"ciphertext", "f" * 64, "411111", "1111", "VISA", 12, 2030, "Jane Doe")
     return order_store.NewOrder(
         merchant_id, endpoint_id, client_orderid, TxType.SALE, 1042, "USD", "a@example.com", "", "{}",
-        None, None, None, None, "fingerprint", serial, card, b"cvv", 1,
+        None, server_callback_url, notify_url, None, "fingerprint", serial, card, b"cvv", 1, lease=lease,
     )  # fmt: skip
 
 
@@ -63,3 +75,65 @@ def test_reused_client_orderid_finds_the_first_order_and_leaves_no_orphan_card(d
     assert not again.created
     assert (again.order_id, again.serial) == (first.order_id, "s-1")
     assert [_count(db, t) for t in (orders, transactions, cards, transient_secrets, jobs)] == [1, 1, 1, 1, 1]
+
+
+def test_a_sale_started_with_a_lease_hands_its_job_over_and_no_claim_takes_it_before_the_lease_ends(
+    db: Database,
+) -> None:
+    merchant_id, endpoint_id = _endpoint(db)
+    lease = Lease("worker-a", until_ms=10_000)
+    new = _sale(merchant_id, endpoint_id, "o-1", "s-1", lease=lease)
+    started = db.write_sync(lambda conn: order_store.start_order(conn, new))
+    assert started.job is not None and started.job.attempts == 1
+    assert db.write_sync(lambda conn: job_queue.claim(conn, "worker-b", 9_999, 1000, 10)) == []
+    assert db.write_sync(lambda conn: job_queue.still_held(conn, started.job, "worker-a"))  # type: ignore[arg-type]
+    taken_over = db.write_sync(lambda conn: job_queue.claim(conn, "worker-b", 10_001, 1000, 10))
+    assert [(job.id, job.attempts) for job in taken_over] == [(started.job.id, 2)]
+
+
+def test_a_sale_started_without_a_lease_leaves_its_job_to_the_claim(db: Database) -> None:
+    merchant_id, endpoint_id = _endpoint(db)
+    started = db.write_sync(lambda conn: order_store.start_order(conn, _sale(merchant_id, endpoint_id, "o-1", "s-1")))
+    assert started.job is None
+    claimed = db.write_sync(lambda conn: job_queue.claim(conn, "worker-b", 2, 1000, 10))
+    assert [job.transaction_id for job in claimed] == [started_transaction(db, started.order_id)]
+
+
+def started_transaction(db: Database, order_id: int) -> int:
+    return db.read_sync(lambda conn: order_store.latest_transaction_id(conn, order_id))
+
+
+def _approve(db: Database, order_id: int, lease: Lease | None) -> callback_store.Queued:
+    tx_id = started_transaction(db, order_id)
+    outcome = order_store.Outcome(Stage.APPROVED, approval_code="123456")
+    return db.write_sync(lambda conn: order_store.record_outcome(conn, tx_id, outcome, 5, lease))
+
+
+@pytest.mark.parametrize(
+    ("urls", "handed", "claimable"),
+    [
+        (("http://a.example/cb", "http://b.example/notify"), ["http://a.example/cb", "http://b.example/notify"], 0),
+        # One receiver for both: its events go one after the other, so the claim takes the first alone.
+        (("http://a.example/cb", "http://a.example/cb"), [], 1),
+    ],
+)
+def test_an_approved_sale_hands_over_the_callbacks_that_wait_for_no_other(
+    db: Database, urls: tuple[str, str], handed: list[str], claimable: int
+) -> None:
+    merchant_id, endpoint_id = _endpoint(db)
+    new = _sale(merchant_id, endpoint_id, "o-1", "s-1", server_callback_url=urls[0], notify_url=urls[1])
+    started = db.write_sync(lambda conn: order_store.start_order(conn, new))
+    queued = _approve(db, started.order_id, Lease("callbacks-a", until_ms=10_000))
+    assert queued.count == 2
+    assert [due.url for due in queued.handed] == handed
+    assert all(due.fields["status"] == "approved" and due.control_key == "key" for due in queued.handed)
+    assert len(db.write_sync(lambda conn: callback_store.claim(conn, "callbacks-b", 9_999, 1000, 10))) == claimable
+
+
+def test_an_approved_sale_without_a_lease_leaves_its_callbacks_to_the_claim(db: Database) -> None:
+    merchant_id, endpoint_id = _endpoint(db)
+    new = _sale(merchant_id, endpoint_id, "o-1", "s-1", server_callback_url="http://a.example/cb")
+    started = db.write_sync(lambda conn: order_store.start_order(conn, new))
+    queued = _approve(db, started.order_id, None)
+    assert (queued.count, queued.handed) == (1, [])
+    assert len(db.write_sync(lambda conn: callback_store.claim(conn, "callbacks-b", 9_999, 1000, 10))) == 1
