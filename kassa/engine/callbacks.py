@@ -28,7 +28,7 @@ from kassa.storage.jobs import Lease
 log = logging.getLogger("kassa.callbacks")
 
 _BATCH = 16
-_HANDED_MAX = 256  # callbacks handed over and not yet recorded; beyond it, new ones wait for a claim
+_HANDED_MAX = 32  # callbacks handed over and not yet recorded; beyond it, new ones wait for a claim
 _CONNECTIONS = 100
 _BODY_READ = 4096
 

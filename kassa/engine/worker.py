@@ -34,7 +34,7 @@ from kassa.vault.keys import Vault, cvv_context, pan_context
 log = logging.getLogger("kassa.worker")
 
 _BATCH = 32
-_HANDED_MAX = 256  # jobs handed over and not finished; beyond it, new jobs wait for the claim loop
+_HANDED_MAX = 32  # jobs handed over and not finished; beyond it, new jobs wait for the claim loop
 _MAX_ATTEMPTS = 5
 
 
@@ -167,17 +167,15 @@ class Worker(Consumer):
         return stage is not Stage.THREE_D_VALIDATED
 
     def _fenced(self, conn: Connection, job: Job, timer: Timer) -> None:
-        if job_queue.still_held(conn, job, self.owner):
+        if job_queue.finish_held(conn, job, self.owner):
             timer(conn, job.transaction_id, now_ms())
-            job_queue.finish(conn, job)
 
     def _record(self, conn: Connection, job: Job, outcome: Outcome, lease: Lease | None) -> tuple[bool, Queued]:
         """Records the outcome while the lease holds; returns whether it did, and the callbacks it queued."""
-        if not job_queue.still_held(conn, job, self.owner):
+        if not job_queue.finish_held(conn, job, self.owner):
             return False, NOTHING_QUEUED
         now = now_ms()
         queued = order_store.record_outcome(conn, job.transaction_id, outcome, now, lease)
-        job_queue.finish(conn, job)
         if outcome.stage is Stage.UNKNOWN:
             reconcile_at = now + int(self.config.reconcile_delay_seconds * 1000)
             job_queue.add(conn, "reconcile", job.transaction_id, run_at_ms=reconcile_at, now_ms=now)

@@ -44,8 +44,31 @@ class Queued:
 NOTHING_QUEUED = Queued(0, [])
 
 
+@dataclass(frozen=True, slots=True)
+class Sender:
+    """What an order's callbacks carry and are signed with, besides the order and transaction."""
+
+    card: Record | None
+    descriptor: str
+    mode: str
+    control_key: str
+
+
+def sender_of(conn: Connection, order: Record) -> Sender:
+    card = None if order["card_id"] is None else _CARD.one(conn, {"card_id": order["card_id"]})
+    endpoint = _ENDPOINT_SIGNER.one(conn, {"endpoint_id": order["endpoint_id"]})
+    return Sender(card, endpoint["descriptor"], endpoint["mode"], endpoint["control_key"])
+
+
 def enqueue(
-    conn: Connection, order: Record, tx: Record, now_ms: int, *, starts_order: bool, lease: Lease | None = None
+    conn: Connection,
+    order: Record,
+    tx: Record,
+    sender: Sender,
+    now_ms: int,
+    *,
+    starts_order: bool,
+    lease: Lease | None = None,
 ) -> Queued:
     """Outbox rows for a transaction that reached a final status. With a ``lease``, the callbacks that need
     not wait for another are written leased, to be delivered by the lease's owner without a claim: those of
@@ -56,13 +79,8 @@ def enqueue(
     targets = [(kind, url) for kind, url in targets if url]
     if not targets:
         return NOTHING_QUEUED
-    card = None
-    if order["card_id"] is not None:
-        card = _CARD.one(conn, {"card_id": order["card_id"]})
-    signer = _ENDPOINT_SIGNER.one(conn, {"endpoint_id": order["endpoint_id"]})
-    fields = callback_fields(
-        order=dict(order), tx=dict(tx), card=dict(card) if card else None, descriptor=signer["descriptor"] or ""
-    )
+    card = dict(sender.card) if sender.card else None
+    fields = callback_fields(order=dict(order), tx=dict(tx), card=card, descriptor=sender.descriptor or "")
     stored = orjson.dumps(fields).decode()
     urls = [url for _, url in targets]
     handed = []
@@ -71,9 +89,8 @@ def enqueue(
         row = {"order_id": order["id"], "tx_id": tx["id"], "kind": kind, "url": url, "fields": stored}
         callback_id = _INSERT.scalar(conn, {**row, "now_ms": now_ms, **_lease_columns(own)})
         if own is not None:
-            live = signer["mode"] == "live"
-            merchant_id, key = order["merchant_id"], signer["control_key"]
-            handed.append(Due(callback_id, order["id"], url, fields, 0, merchant_id, live, key))
+            live = sender.mode == "live"
+            handed.append(Due(callback_id, order["id"], url, fields, 0, order["merchant_id"], live, sender.control_key))
     return Queued(len(targets), handed)
 
 
@@ -191,24 +208,20 @@ class Attempt:
 def record(conn: Connection, due: Due, owner: str, attempt: Attempt, retry_at_ms: int | None) -> bool:
     """Logs the attempt and moves the callback on: delivered, pending again at ``retry_at_ms``, or failed
     (no retry left). False when this worker's lease was lost: nothing is written then."""
-    if _HELD.first(conn, {"id": due.id, "owner": owner}) is None:
+    held = {"id": due.id, "owner": owner}
+    if attempt.delivered:
+        moved = _DELIVERED.execute(conn, {**held, "at_ms": attempt.at_ms})
+    elif retry_at_ms is None:
+        moved = _FAILED.execute(conn, held)
+    else:
+        moved = _RETRY.execute(conn, {**held, "retry_at_ms": retry_at_ms})
+    if moved.rowcount != 1:
         return False
     logged = {"id": due.id, "at_ms": attempt.at_ms, "url": attempt.url, "http_status": attempt.http_status}
     _LOG_ATTEMPT.execute(conn, {**logged, "error": attempt.error, "latency_ms": attempt.latency_ms})
-    if attempt.delivered:
-        _DELIVERED.execute(conn, {"id": due.id, "at_ms": attempt.at_ms})
-    elif retry_at_ms is None:
-        _FAILED.execute(conn, {"id": due.id})
-    else:
-        _RETRY.execute(conn, {"id": due.id, "retry_at_ms": retry_at_ms})
     return True
 
 
-_HELD = Prepared(
-    select(callbacks.c.id)
-    .where(callbacks.c.id == bindparam("id"), callbacks.c.lease_owner == bindparam("owner"))
-    .with_for_update()
-)
 _LOG_ATTEMPT = Prepared(
     insert(callback_attempts).values(
         callback_id=bindparam("id"),
@@ -222,10 +235,11 @@ _LOG_ATTEMPT = Prepared(
 
 
 def _moved_on(state: str, **changes: Any) -> Prepared:
-    """The callback after an attempt: one more attempt counted, the lease released, ``state`` set."""
+    """The callback after an attempt: one more attempt counted, the lease released, ``state`` set; only
+    while the lease is the caller's (``owner``)."""
     statement = (
         update(callbacks)
-        .where(callbacks.c.id == bindparam("id"))
+        .where(callbacks.c.id == bindparam("id"), callbacks.c.lease_owner == bindparam("owner"))
         .values(
             attempts=callbacks.c.attempts + 1,
             lease_owner=None,

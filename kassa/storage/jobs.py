@@ -75,6 +75,16 @@ def finish(conn: Connection, job: Job) -> None:
     _FINISH.execute(conn, {"job_id": job.id})
 
 
+def finish_held(conn: Connection, job: Job, owner: str) -> bool:
+    """Deletes the job while this worker's lease holds (``still_held`` and ``finish`` in one statement);
+    False, and nothing deleted, when another worker took it over. The caller's writes that follow in the
+    same transaction are fenced by it."""
+    return bool(_FINISH_HELD.execute(conn, {"job_id": job.id, "owner": owner}).rowcount == 1)
+
+
+_FINISH_HELD = Prepared(delete(jobs).where(jobs.c.id == bindparam("job_id"), jobs.c.lease_owner == bindparam("owner")))
+
+
 def retry_later(conn: Connection, job: Job, owner: str, run_at_ms: int) -> None:
     conn.execute(
         update(jobs)

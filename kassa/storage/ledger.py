@@ -40,8 +40,9 @@ def post(conn: Connection, order: Record, transaction_id: int | None, posting: P
         "posting": randomness.uuid4(),
         "now_ms": now_ms,
     }
-    for account, delta in posting:
-        _INSERT_ENTRY.execute(conn, {**entry, "account": account.value, "amount": delta})
+    _INSERT_ENTRY.execute_many(
+        conn, [{**entry, "account": account.value, "amount": delta} for account, delta in posting]
+    )
 
 
 def order_balances(conn: Connection, order_id: int) -> Balances:

@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import BindParameter, ColumnElement, Connection, bindparam, delete, func, insert, select, text, update
+from sqlalchemy import (
+    BindParameter,
+    ColumnElement,
+    Connection,
+    Label,
+    Table,
+    bindparam,
+    delete,
+    func,
+    insert,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -18,10 +31,10 @@ from kassa.storage import callbacks as callback_store
 from kassa.storage import jobs as job_queue
 from kassa.storage import ledger as ledger_store
 from kassa.storage import threeds as session_store
-from kassa.storage.callbacks import NOTHING_QUEUED, Queued
+from kassa.storage.callbacks import NOTHING_QUEUED, Queued, Sender
 from kassa.storage.jobs import Job, Lease
 from kassa.storage.prepared import Prepared, Record, Row
-from kassa.storage.tables import cards, endpoints, orders, transactions, transient_secrets
+from kassa.storage.tables import cards, endpoints, merchants, orders, transactions, transient_secrets
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,14 +298,30 @@ def _state(order: Record, txs: Sequence[Record], *, multi_capture: bool) -> Orde
 _TRANSACTIONS_OF = Prepared(
     select(transactions).where(transactions.c.order_id == bindparam("order_id")).order_by(transactions.c.id)
 )
-_CARD = Prepared(select(cards).where(cards.c.id == bindparam("card_id")))
 _PARTS = (("o_", orders), ("t_", transactions), ("c_", cards))
+
+
+def _labelled(parts: Sequence[tuple[str, Table]]) -> list[Label[Any]]:
+    """Every column of each table, named with the table's prefix (``t_id``, ``o_id``), for joined reads."""
+    return [column.label(prefix + column.name) for prefix, table in parts for column in table.c]
+
+
+def _split(row: Row, prefixes: Sequence[str]) -> dict[str, Row]:
+    """A joined row's columns, by the prefix that names their table."""
+    split: dict[str, Row] = {prefix: {} for prefix in prefixes}
+    for name, value in row.items():
+        split[name[:2]][name[2:]] = value
+    return split
+
+
+def _card_or_none(card: Row) -> Row | None:
+    return card if card["id"] is not None else None
 
 
 def _snapshot_query(*where: ColumnElement[bool]) -> Prepared:
     """The order, each of its transactions and its card in one query (one round trip on PostgreSQL): a
     row per transaction, columns prefixed ``o_``, ``t_`` and ``c_``."""
-    columns = [column.label(prefix + column.name) for prefix, table in _PARTS for column in table.c]
+    columns = _labelled(_PARTS)
     joined = orders.join(transactions, transactions.c.order_id == orders.c.id).outerjoin(
         cards, cards.c.id == orders.c.card_id
     )
@@ -328,12 +357,8 @@ def find_order(
 def _snapshot(rows: list[Row]) -> OrderSnapshot | None:
     if not rows:
         return None
-    parts: list[dict[str, Row]] = [{prefix: {} for prefix, _ in _PARTS} for _ in rows]
-    for row, split in zip(rows, parts, strict=True):
-        for name, value in row.items():
-            split[name[:2]][name[2:]] = value
-    card = parts[0]["c_"]
-    return OrderSnapshot(parts[0]["o_"], [split["t_"] for split in parts], card if card["id"] is not None else None)
+    parts = [_split(row, [prefix for prefix, _ in _PARTS]) for row in rows]
+    return OrderSnapshot(parts[0]["o_"], [split["t_"] for split in parts], _card_or_none(parts[0]["c_"]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,11 +372,7 @@ class AuthorizationWork:
 
 
 _TRANSACTION = Prepared(select(transactions).where(transactions.c.id == bindparam("tx_id")))
-_ORDER = Prepared(select(orders).where(orders.c.id == bindparam("order_id")))
 _LOCKED_ORDER = Prepared(select(orders).where(orders.c.id == bindparam("order_id")).with_for_update())
-_SECRET = Prepared(
-    select(transient_secrets.c.cvv_ciphertext).where(transient_secrets.c.transaction_id == bindparam("tx_id"))
-)
 _FORGET_SECRET = Prepared(delete(transient_secrets).where(transient_secrets.c.transaction_id == bindparam("tx_id")))
 _RECORD = Prepared(
     update(transactions)
@@ -369,16 +390,33 @@ _RECORD = Prepared(
 
 
 def load_authorization(conn: Connection, transaction_id: int) -> AuthorizationWork:
-    tx, order, card = load_transaction(conn, transaction_id)
-    return AuthorizationWork(tx, order, card, _SECRET.scalar(conn, {"tx_id": transaction_id}))
+    row = _split(_AUTHORIZATION.one(conn, {"tx_id": transaction_id}), ("t_", "o_", "c_", "s_"))
+    return AuthorizationWork(row["t_"], row["o_"], _card_or_none(row["c_"]), row["s_"]["cvv_ciphertext"])
 
 
 def load_transaction(conn: Connection, transaction_id: int) -> tuple[Record, Record, Record | None]:
     """A transaction with its order and the order's card (None until a hosted form collected it)."""
-    tx = _TRANSACTION.one(conn, {"tx_id": transaction_id})
-    order = _ORDER.one(conn, {"order_id": tx["order_id"]})
-    card = None if order["card_id"] is None else _CARD.one(conn, {"card_id": order["card_id"]})
-    return tx, order, card
+    row = _split(_TRANSACTION_IN_FULL.one(conn, {"tx_id": transaction_id}), ("t_", "o_", "c_"))
+    return row["t_"], row["o_"], _card_or_none(row["c_"])
+
+
+def _transaction_query(*, with_cvv: bool) -> Prepared:
+    """A transaction, its order and card (and the CVV kept for its authorization) in one query: columns
+    prefixed ``t_``, ``o_``, ``c_`` (and ``s_``)."""
+    parts = [("t_", transactions), ("o_", orders), ("c_", cards)]
+    joined = transactions.join(orders, orders.c.id == transactions.c.order_id).outerjoin(
+        cards, cards.c.id == orders.c.card_id
+    )
+    columns = _labelled(parts)
+    if with_cvv:
+        secret = transient_secrets.c.transaction_id == transactions.c.id
+        joined = joined.outerjoin(transient_secrets, secret)
+        columns.append(transient_secrets.c.cvv_ciphertext.label("s_cvv_ciphertext"))
+    return Prepared(select(*columns).select_from(joined).where(transactions.c.id == bindparam("tx_id")))
+
+
+_AUTHORIZATION = _transaction_query(with_cvv=True)
+_TRANSACTION_IN_FULL = _transaction_query(with_cvv=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -397,8 +435,10 @@ def record_outcome(
     """Moves the transaction to the processor's outcome (as the transition table allows), posts its money
     movement to the ledger when approved, and forgets its CVV, whatever the outcome. Returns the callbacks
     it queued; with a ``callback_lease``, those that can go at once are written leased to its owner."""
-    tx = _TRANSACTION.one(conn, {"tx_id": transaction_id})
-    order = lock_order(conn, tx["order_id"])
+    order = _LOCKED_ORDER_OF.one(conn, {"tx_id": transaction_id})
+    # Read after the lock: whatever changed the transaction before held the lock and has committed.
+    row = _split(_OUTCOME_CONTEXT.one(conn, {"tx_id": transaction_id}), ("t_", "c_", "e_"))
+    tx = row["t_"]
     stage = advance(Stage(tx["stage"]), outcome.stage)
     changes = {
         "stage": stage.value,
@@ -414,7 +454,36 @@ def record_outcome(
     _FORGET_SECRET.execute(conn, {"tx_id": transaction_id})
     if not is_final(stage):
         return NOTHING_QUEUED
-    return _enqueue_callbacks(conn, order, {**tx, **changes, "updated_at_ms": now_ms}, now_ms, callback_lease)
+    sender = Sender(_card_or_none(row["c_"]), row["e_"]["descriptor"], row["e_"]["mode"], row["e_"]["control_key"])
+    final_tx = {**tx, **changes, "updated_at_ms": now_ms}
+    return _enqueue_callbacks(conn, order, final_tx, now_ms, callback_lease, lambda: sender)
+
+
+_LOCKED_ORDER_OF = Prepared(
+    select(orders)
+    .where(
+        orders.c.id == select(transactions.c.order_id).where(transactions.c.id == bindparam("tx_id")).scalar_subquery()
+    )
+    .with_for_update()
+)
+
+
+def _outcome_context() -> Prepared:
+    """A transaction with what its callbacks need: the order's card, the endpoint's descriptor and mode and
+    the merchant's control key; columns prefixed ``t_``, ``c_`` and ``e_``."""
+    joined = (
+        transactions.join(orders, orders.c.id == transactions.c.order_id)
+        .outerjoin(cards, cards.c.id == orders.c.card_id)
+        .join(endpoints, endpoints.c.id == orders.c.endpoint_id)
+        .join(merchants, merchants.c.id == endpoints.c.merchant_id)
+    )
+    columns = _labelled((("t_", transactions), ("c_", cards)))
+    columns += [endpoints.c.descriptor.label("e_descriptor"), endpoints.c.mode.label("e_mode")]
+    columns.append(merchants.c.control_key.label("e_control_key"))
+    return Prepared(select(*columns).select_from(joined).where(transactions.c.id == bindparam("tx_id")))
+
+
+_OUTCOME_CONTEXT = _outcome_context()
 
 
 def attach_card(
@@ -458,12 +527,14 @@ def transaction(conn: Connection, transaction_id: int) -> Record:
     return _TRANSACTION.one(conn, {"tx_id": transaction_id})
 
 
-def _enqueue_callbacks(conn: Connection, order: Record, tx: Record, now_ms: int, lease: Lease | None) -> Queued:
-    """``tx`` as it now stands in the database."""
+def _enqueue_callbacks(
+    conn: Connection, order: Record, tx: Record, now_ms: int, lease: Lease | None, sender: Callable[[], Sender]
+) -> Queued:
+    """``tx`` as it now stands in the database; ``sender`` is asked only when there is a callback to send."""
     if not (order["server_callback_url"] or order["notify_url"]):
         return NOTHING_QUEUED
     starts_order = tx["tx_type"] == order["tx_type"]
-    return callback_store.enqueue(conn, order, tx, now_ms, starts_order=starts_order, lease=lease)
+    return callback_store.enqueue(conn, order, tx, sender(), now_ms, starts_order=starts_order, lease=lease)
 
 
 def _post_approved(
@@ -514,7 +585,8 @@ def add_transaction(
         job_queue.add(conn, "process", tx_id, run_at_ms=now_ms, now_ms=now_ms)
     elif stage is Stage.APPROVED:
         _post_approved(conn, order, tx_id, tx_type, amount, now_ms)
-        _enqueue_callbacks(conn, order, _TRANSACTION.one(conn, {"tx_id": tx_id}), now_ms, None)
+        tx = _TRANSACTION.one(conn, {"tx_id": tx_id})
+        _enqueue_callbacks(conn, order, tx, now_ms, None, lambda: callback_store.sender_of(conn, order))
     return tx_id
 
 

@@ -12,7 +12,7 @@ processing runs, so values go to the driver and rows come back exactly as the dr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +65,12 @@ class Prepared:
         cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
         cursor.execute(compiled.sql, compiled.parameters(values))
         return cursor
+
+    def execute_many(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Runs the statement once per row (psycopg sends them in one round trip)."""
+        compiled = self._for(conn)
+        cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+        cursor.executemany(compiled.sql, [compiled.parameters(values) for values in rows])
 
     def first(self, conn: Connection, values: Mapping[str, Any]) -> Row | None:
         cursor = self.execute(conn, values)
