@@ -246,7 +246,7 @@ METHOD = """## What is measured
 - The machine is a VM: runs on an idle machine still vary by about ±20% from one run to the next
   (the ceiling too), so compare the *vs ceiling* ratios rather than raw numbers across runs.
 
-## Where the time goes (profiles, 2026-11-22)
+## Where the time goes (profiles, 2026-11-22 and 2026-11-23)
 
 Tools: py-spy on the running server (`--gil`: samples while holding the interpreter lock), process CPU
 per request (`/proc/PID/stat` before and after a run), and cProfile plus per-unit thread CPU time in an
@@ -286,19 +286,31 @@ event loop for one disk read. It shows at 10 million orders, right after they we
 run gave a p99 of 118 ms (5.55x the 10-thousand run); a rerun of the same scenario gave 27.9 ms (1.18x).
 A database much larger than memory should run on PostgreSQL, whose reads go through a pool.
 
-**End to end, SQLite: about 820 µs of CPU per sale**, from request to callback, in one process
-(in-process harness; 1,050 µs before this session's last changes).
-- Per sale in the writer thread: accept 67 µs, record the outcome 132 µs, callback claim 17 µs, job
-  claim 6 µs, callback attempt logged 22 µs. Recording the outcome covers the lease check, transaction,
-  order lock, update, two ledger entries, forgetting the CVV, the outbox row and deleting the job.
-- On the event loop: the API path, loading the authorization, the two vault decryptions, the sandbox,
-  the HTTP GET (aiohttp, about 70 µs) and the futures between them.
-- Two changes made this run possible:
-  - The callback HTTP client: httpx spent 1,600 µs of CPU per GET with 16 in flight, aiohttp 72 µs. With
-    httpx, a 5 s run at 1,000/s had a p99 of 8 s.
-  - Claims as one prepared `UPDATE ... RETURNING`.
-- At 1,000 sales/s the server's core is about 93% busy, so short bursts queue. The p50 from request to
-  callback is about 12 ms; the p99 is the queueing at near saturation, and it moves between runs.
+**End to end, SQLite.** From request to callback, one sale makes durable commits one after the other,
+and each waits for the writer's current group commit (an fsync) to end before its own. Until 2026-11-22
+a sale needed four in a row: accept, claim the job, record the outcome, claim the callback. At 1,000/s
+the server's core was about 93% busy, every burst queued behind those commits, and a 60 s run had a p99
+of 2,410 ms. Now it needs two:
+- **Hand-over instead of claims** (2026-11-23). A card sale's processing job is written already leased
+  to a worker of the same process and handed to it in memory after the commit; the callbacks of an
+  order's first transaction are written leased to the dispatcher and delivered as soon as the outcome is
+  committed. Leases make it crash-safe as claims were: a process killed with work in hand leaves leased
+  rows, and after the lease any process claims them (`make crashtest`). Claims remain for timers,
+  retries, follow-up callbacks (which must wait for the order's earlier ones) and dead workers' work.
+  At most 32 jobs and 32 callbacks are in hand; beyond that new work waits for the claim loop, so an
+  overloaded process keeps answering.
+  - 60 s at 1,000/s: p99 from request to callback 2,410 -> 21 ms, p50 26 -> 13 ms; 0 lost.
+  - 20 s at 500/s against the previous commit, same machine and run: p50 7.3 -> 3.5 ms, p99 13.7 -> 9.2 ms.
+- **Fewer statements per processed sale**: the authorization is one joined read (was four), the outcome
+  reads its transaction, card and signer in one query after locking the order (was four), the ledger
+  entries go in one `executemany`, and the job and callback fences are the `DELETE` and `UPDATE`
+  themselves, with the lease owner in the `WHERE` (was a `SELECT ... FOR UPDATE` first). Per sale, 29
+  statements and round trips on PostgreSQL became 21.
+- Earlier changes that made the run possible: the callback HTTP client (httpx spent 1,600 µs of CPU per
+  GET with 16 in flight, aiohttp 72 µs) and claims as one prepared `UPDATE ... RETURNING`.
+- At 1,000 sales/s the server's core is still about 95% busy (the sale's API path, loading and
+  decrypting, the sandbox, the GET, the writer's statements): the p99 holds because no sale waits for
+  more than two commits, not because there is CPU to spare.
 
 **PostgreSQL: about 600 µs of CPU per accepted sale** in the server process (830 µs before the two
 changes below), against 280 on SQLite. A wall-clock profile of the server shows its threads waiting on
@@ -312,9 +324,20 @@ itself uses most of the other core, about 0.1 core per 100 sales/s.
     server CPU per sale. Not adopted, because one writer per process would make every request of the
     process wait behind any row lock another process holds.
   - No pool pre-ping: about +13%. Kept, so a PostgreSQL restart or failover costs no failed sale.
+
+**End to end, PostgreSQL: about 500-600 sales/s** on this machine, the server process and PostgreSQL
+sharing both cores (server about 90%, PostgreSQL about 65% of a core). 1,000/s is more than that, so the
+run at 1,000/s measures overload: nothing is lost, and the backlog shows as latency. Per sale a unit
+makes about 21 round trips (pre-ping, `BEGIN`, statements, `COMMIT` for each of accept, record and
+callback attempt, plus the authorization read); PostgreSQL's session activity during the run is mostly
+`ClientRead`, waiting for the server's next statement.
+- With 8 unit threads the threads, not the CPU, were the bound (server 80% busy at 400/s, falling
+  behind); 16 threads took 1,000/s from 481 to 612 sales/s achieved in 25 s runs.
+- Before the hand-over, the 1,000/s run answered the API at 823/s and left 45,424 sales without a
+  callback after 30 s; with it, acceptance slows to what processing keeps up with instead.
 - What would change it, at the storage runner's seam (`kassa/storage/database.py`): an async driver on
   the event loop (psycopg's AsyncConnection or asyncpg) instead of a pool of threads contending for the
-  GIL, and PostgreSQL on a core of its own.
+  GIL, pipelining the statements of a unit, and PostgreSQL on a core of its own.
 
 **Scale, 1 vs 2 processes on PostgreSQL.** Two server processes and PostgreSQL share the machine's two
 cores with wrk. PostgreSQL uses about 0.1 core per 100 sales/s, so on this machine the second process has
