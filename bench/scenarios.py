@@ -22,7 +22,7 @@ from bench.postgres import backend_pids, fresh_database
 from bench.probe import CpuSampler, CpuSnapshot, CpuUse, wait_until_quiet
 from bench.scale import process_group
 from bench.seed import create_orders, wait_until_settled
-from bench.server import API_ONLY, PREFIX, KassaDeployment, Server, ceiling_server
+from bench.server import API_ONLY, PREFIX, KassaDeployment, Server, ceiling_server, floor_server
 
 Generator = Callable[[LoadSpec], LoadResult]
 BACKENDS = ("sqlite", "postgresql")
@@ -153,6 +153,19 @@ class Bench:
             )
         self.ceiling_rps = row.result.rps
         return row
+
+    def floor(self) -> list[Row]:
+        """The floor app's sale and status (``bench/floor.py``): the least the same durable work costs."""
+        say("floor app")
+        merchant, seeded = MerchantKeys("ceiling", "k" * 32, 1), 2000
+        with floor_server(self.work_dir, self.options.server_core, seeded) as server:
+            sale = self.sale_run("floor: sale, bare ASGI + SQLite", server, merchant, "", "floor-sale", "sqlite")
+            bodies = self.work_dir / "floor-status.txt"
+            write_lines(bodies, (status_body(merchant, str(n)) for n in range(1, seeded + 1)))
+            path = f"{PREFIX}/api/v2/status/1"
+            name = "floor: status, bare ASGI + SQLite"
+            status = self.warm_and_measure(name, server, path, bodies, kind="floor-status", backend="sqlite")
+        return [sale, status]
 
     def status(self, deployment: KassaDeployment, merchant: MerchantKeys, backend: str) -> Row:
         say(f"status on {backend}: seeding {self.options.seed_orders} orders")
@@ -313,10 +326,11 @@ class Bench:
         return rows
 
     def run(self) -> list[Row]:
-        """Rows in table order: ceiling, every sale, every status, the peer, end to end, bulk, scale."""
+        """Rows in table order: ceiling, floor, every sale, every status, the peer, end to end, bulk, scale."""
         o = self.options
         rows = [self.ceiling()]
         if "core" in o.scenarios:
+            rows += self.floor()
             pairs = [self.backend(backend) for backend in o.backends]
             rows += [sale for sale, _ in pairs] + [status for _, status in pairs]
         if "peer" in o.scenarios and (found := self.peer()) is not None:

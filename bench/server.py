@@ -112,6 +112,17 @@ def ceiling_server(work_dir: Path, core: int | None) -> Server:
     return Server(argv, env, work_dir / "ceiling.log", "/", port)
 
 
+def floor_server(work_dir: Path, core: int | None, seeded: int) -> Server:
+    """``bench/floor.py`` on a fresh SQLite file holding ``seeded`` orders (ids 1..seeded)."""
+    port = free_port()
+    database = work_dir / "floor.db"
+    database.unlink(missing_ok=True)
+    command = [sys.executable, "-m", "bench.floor", "--port", str(port), "--database", str(database)]
+    argv = pinned(core, [*command, "--seed", str(seeded)])
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    return Server(argv, env, work_dir / "floor.log", "/", port)
+
+
 @dataclass(frozen=True)
 class KassaDeployment:
     """The environment of one Kassa installation (a database and a data directory)."""

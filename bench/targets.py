@@ -57,9 +57,15 @@ def cell(row: Row, rows: Sequence[Row]) -> str:
     vs_ceiling = row.result.rps / ceiling if ceiling else 0.0
     if row.kind == "ceiling":
         return "reference"
+    if row.kind in ("floor-sale", "floor-status"):
+        return "the least this work costs in Python"
     if row.kind in ("sale", "status"):
         goal = SALE_VS_CEILING if row.kind == "sale" else STATUS_VS_CEILING
-        return f">= {goal:.1f}x ceiling: {vs_ceiling:.2f}x, {_met(vs_ceiling >= goal)}"
+        verdict = f">= {goal:.1f}x ceiling: {vs_ceiling:.2f}x, {_met(vs_ceiling >= goal)}"
+        floor = _find(rows, f"floor-{row.kind}")
+        if floor is None or not ceiling:
+            return verdict
+        return f"{verdict} (floor {floor.result.rps / ceiling:.2f}x)"
     if row.kind == "peer":
         ratio = peer_ratio(rows)
         return (

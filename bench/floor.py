@@ -1,0 +1,160 @@
+"""The floor: the least a sale and a status call must do, as a bare ASGI app served like the ceiling.
+
+A sale: parse the form, check the SHA-1 ``control``, validate the card (Luhn, expiry, CVV), encrypt PAN
+and CVV with AES-GCM, write one order row durably (SQLite, WAL, ``synchronous=FULL``, one writer thread
+with group commit, as Kassa does), answer. A status call: parse, check ``control``, read the order by
+key on the event loop's thread, answer. No framework, no operations table, no second row, no job.
+
+Whatever Kassa does beyond this is what its features cost; what this app cannot reach, no Python
+implementation of the same durable work on this server can. Run: ``python -m bench.floor --port P
+--database FILE --seed N`` (``N`` orders stored first, for the status calls).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import hmac
+import os
+import queue
+import sqlite3
+import threading
+from typing import Any
+from urllib.parse import parse_qsl
+
+import orjson
+import uvicorn
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from bench.bodies import SALE_EMAIL
+from bench.ceiling import CONTENT_TYPE, Message, _lifespan, _read_body
+
+LOGIN, KEY, ENDPOINT_ID = "ceiling", "k" * 32, "1"
+_SCHEMA = """CREATE TABLE IF NOT EXISTS orders (
+    id INTEGER PRIMARY KEY, client_orderid TEXT UNIQUE NOT NULL, amount INTEGER NOT NULL,
+    email TEXT NOT NULL, pan BLOB NOT NULL, cvv BLOB NOT NULL, status TEXT NOT NULL)"""
+_INSERT = "INSERT INTO orders (client_orderid, amount, email, pan, cvv, status) VALUES (?, ?, ?, ?, ?, 'processing')"
+
+
+class Writer:
+    """One thread, one connection, every insert waiting for its batch's durable commit."""
+
+    def __init__(self, path: str) -> None:
+        self._queue: queue.SimpleQueue[tuple[tuple[Any, ...], asyncio.AbstractEventLoop, asyncio.Future[int]]]
+        self._queue = queue.SimpleQueue()
+        self._conn = _connect(path)
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def insert(self, row: tuple[Any, ...]) -> asyncio.Future[int]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[int] = loop.create_future()
+        self._queue.put((row, loop, future))
+        return future
+
+    def _run(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            while len(batch) < 256 and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            self._conn.execute("BEGIN IMMEDIATE")
+            ids = [self._conn.execute(_INSERT, row).lastrowid for row, _, _ in batch]
+            self._conn.execute("COMMIT")
+            batch[0][1].call_soon_threadsafe(_settle, [(f, i) for (_, _, f), i in zip(batch, ids, strict=True)])
+
+
+def _settle(settled: list[tuple[asyncio.Future[int], int]]) -> None:
+    for future, order_id in settled:
+        future.set_result(order_id)
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute(_SCHEMA)
+    return conn
+
+
+def _control(*parts: str) -> str:
+    return hashlib.sha1("".join(parts).encode(), usedforsecurity=False).hexdigest()
+
+
+def _luhn(pan: str) -> bool:
+    total = 0
+    for i, digit in enumerate(reversed(pan)):
+        n = int(digit) * (2 if i % 2 else 1)
+        total += n - 9 if n > 9 else n
+    return total % 10 == 0
+
+
+class Floor:
+    def __init__(self, path: str) -> None:
+        self.writer = Writer(path)
+        self.reader = _connect(path)
+        self.aead = AESGCM(os.urandom(32))
+
+    async def sale(self, fields: dict[str, str]) -> dict[str, Any]:
+        amount = round(float(fields["amount"]) * 100)
+        expected = _control(ENDPOINT_ID, fields["client_orderid"], str(amount), fields["email"], KEY)
+        if not hmac.compare_digest(expected, fields["control"]):
+            return {"type": "validation-error", "error-message": "control"}
+        pan, cvv = fields["credit_card_number"], fields["cvv2"]
+        if not (pan.isdigit() and _luhn(pan) and cvv.isdigit() and 1 <= int(fields["expire_month"]) <= 12):
+            return {"type": "validation-error", "error-message": "card"}
+        pan_ct = self.aead.encrypt(os.urandom(12), pan.encode(), None)
+        cvv_ct = self.aead.encrypt(os.urandom(12), cvv.encode(), None)
+        row = (fields["client_orderid"], amount, fields.get("email", SALE_EMAIL), pan_ct, cvv_ct)
+        order_id = await self.writer.insert(row)
+        return {"type": "async-response", "paynet-order-id": str(order_id), "status": "processing"}
+
+    def status(self, fields: dict[str, str]) -> dict[str, Any]:
+        if not hmac.compare_digest(_control(LOGIN, "", fields["orderid"], KEY), fields["control"]):
+            return {"type": "validation-error", "error-message": "control"}
+        found = self.reader.execute("SELECT * FROM orders WHERE id = ?", (int(fields["orderid"]),)).fetchone()
+        if found is None:
+            return {"type": "validation-error", "error-message": "orderid"}
+        return {"type": "status-response", "paynet-order-id": str(found[0]), "amount": found[2], "status": found[6]}
+
+    async def __call__(self, scope: Message, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        fields = dict(parse_qsl((await _read_body(receive)).decode()))
+        answer = self.status(fields) if "/status/" in scope["path"] else await self.sale(fields)
+        payload = orjson.dumps(answer)
+        headers = [(b"content-type", CONTENT_TYPE), (b"content-length", str(len(payload)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": payload})
+
+
+def seed(path: str, count: int) -> None:
+    conn = _connect(path)
+    rows = [(f"seed-{n}", 1042, SALE_EMAIL, b"x" * 32, b"y" * 19) for n in range(count)]
+    with conn:
+        conn.executemany(_INSERT, rows)
+    conn.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--database", required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    seed(args.database, args.seed)
+    config = uvicorn.Config(
+        Floor(args.database),
+        host="127.0.0.1",
+        port=args.port,
+        loop="uvloop",
+        http="httptools",
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+    )
+    uvicorn.Server(config).run()
+
+
+if __name__ == "__main__":
+    main()
