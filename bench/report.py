@@ -176,6 +176,12 @@ METHOD = """## What is measured
   one process, no access log). It parses a sale-sized form body with `urllib.parse.parse_qsl` and answers
   a small JSON object through orjson. No Python web service on this machine can do much better, so
   *vs ceiling* is the share of that bound Kassa reaches.
+- **floor** (`bench/floor.py`): a bare ASGI app served like the ceiling that does the least the same
+  work must: for a sale, the SHA-1 control check, card checks (Luhn, expiry, CVV), AES-GCM of PAN and CVV
+  and one row written durably by a group-committing writer thread (SQLite, WAL, `synchronous=FULL`); for
+  a status call, the control check and a read by key. It replays the ceiling's sale bodies and status
+  bodies for 2,000 orders it stores before the run. The sale and status rows give their target with the
+  floor's share of the ceiling beside it: how far a Python server doing durable work gets on this machine.
 - **sale acceptance**: `POST /paynet/api/v2/sale/{endpoint}` with a sandbox card (CVV2 123), every
   request a distinct `client_orderid` with its correct `control`; all bodies are built before the run.
   The answer is `async-response`. The server is API-only (`kassa serve --workers 0`, the deployment
@@ -253,7 +259,7 @@ per request (`/proc/PID/stat` before and after a run), and cProfile plus per-uni
 in-process harness that drives the ASGI app, the job worker and the dispatcher against a real receiver.
 Every Kassa scenario is CPU-bound in the one server process; neither the database nor the load is.
 
-**Sale acceptance, SQLite: about 280 µs of CPU per sale** (the ceiling app: about 40 µs per request).
+**Sale acceptance, SQLite: about 230-280 µs of CPU per sale** (the ceiling app: about 50 µs per request).
 - uvicorn and httptools: about 35 µs, the ceiling's own cost.
 - The request path on the event loop: about 140 µs. It covers form parsing (10), field validation (12),
   the control check, two AES-GCM encryptions and two HMAC fingerprints (6), the request fingerprint,
@@ -262,9 +268,25 @@ Every Kassa scenario is CPU-bound in the one server process; neither the databas
   the driver's cursor, then group-committed with `synchronous=FULL`.
 - The rest: hand-offs of the interpreter lock between the event loop and the writer thread. Each sqlite3
   call releases the lock and must win it back.
-- Half the ceiling, about 75 µs per sale in all, is less than parsing, validating, encrypting and writing
-  cost in CPython before any HTTP. The profile puts the limit of this design at about 4,000 sales/s per
-  core, and the measured rate sits below it.
+
+**The floor (2026-11-23) says the limit is Kassa's, not Python's.** `bench/floor.py` does the least a sale
+must: parse the form, check the SHA-1 control, check the card (Luhn, expiry, CVV), encrypt PAN and CVV
+with AES-GCM, write one row durably through a group-committing writer thread (SQLite, WAL,
+`synchronous=FULL`), answer; its status reads the row by key on the loop's thread. Served like the
+ceiling, it reached 0.67-0.69x the ceiling for sales (13,500-14,400 req/s, about 70 µs a request) and
+1.16-1.18x for status (status bodies are shorter than the ceiling's sale body), in two runs. So the targets
+are not out of reach of a Python server doing durable work on this machine: Kassa spends three to four
+times the floor. Where, from the `--gil` profile of the status run (share of the interpreter's time):
+- the order read, 24%: the statement itself 13%, SQLAlchemy's transaction around it (begin, the `BEGIN`
+  event, commit) about 6%, building dicts from the joined rows the rest;
+- the response, about 30%: Starlette's `Response` with its header objects 14%, uvicorn's `send` 17%;
+- the status fields and rendering, 16% (a timestamp through `datetime`, enum lookups, orjson);
+- the pipeline shared by every operation (endpoint lookup, form, validation, control, serial number,
+  logging context) and the event loop, the rest.
+The sale adds four more rows, two more fingerprints, the duplicate check and the writer's GIL hand-offs.
+None of it is one big cost; closing the gap means a hot path without Starlette's request and response
+objects and without SQLAlchemy's connection and transaction objects around each statement: the raw ASGI
+and driver calls the floor makes. That is the next step for these two targets, not a faster interpreter.
 
 **Changes in this session, each measured:**
 - SQLAlchemy's `Connection.execute` replaced by statements compiled once and run on the driver's cursor
