@@ -92,21 +92,25 @@ def complete_challenge(conn: Connection, transaction_id: int, now_ms: int) -> No
         order_store.record_outcome(conn, transaction_id, _failed("failed: wrong challenge answer"), now_ms)
 
 
-def method_timeout(conn: Connection, transaction_id: int, now_ms: int) -> None:
+def method_timeout(conn: Connection, transaction_id: int, now_ms: int) -> int:
+    """The Method step timed out; returns the callbacks queued (none: authentication goes on)."""
     record = store.of_transaction(conn, transaction_id, lock=True)
     if record is not None and record["step"] == "method":
         brand = order_store.card_brand(conn, transaction_id)
         method_result(conn, transaction_id, "N", brand, now_ms)
+    return 0
 
 
-def session_timeout(conn: Connection, transaction_id: int, now_ms: int) -> None:
-    """Nobody finished the customer's part in time: the transaction is declined and its CVV forgotten."""
+def session_timeout(conn: Connection, transaction_id: int, now_ms: int) -> int:
+    """Nobody finished the customer's part in time: the transaction is declined and its CVV forgotten.
+    Returns the callbacks queued."""
     stage = Stage(order_store.transaction(conn, transaction_id)["stage"])
-    if stage in (Stage.PROCESSING, Stage.THREE_D_METHOD, Stage.THREE_D_VALIDATING):
-        waiting = stage is not Stage.PROCESSING or not job_queue.exists(conn, transaction_id, "process")
-        if waiting:
-            outcome = Outcome(Stage.DECLINED, "100", "The customer did not complete the payment in time")
-            order_store.record_outcome(conn, transaction_id, outcome, now_ms)
+    if stage not in (Stage.PROCESSING, Stage.THREE_D_METHOD, Stage.THREE_D_VALIDATING):
+        return 0
+    if stage is Stage.PROCESSING and job_queue.exists(conn, transaction_id, "process"):
+        return 0  # the card is in: processing decides
+    outcome = Outcome(Stage.DECLINED, "100", "The customer did not complete the payment in time")
+    return order_store.record_outcome(conn, transaction_id, outcome, now_ms).count
 
 
 def _at_step(conn: Connection, transaction_id: int, step: str) -> dict[str, object]:

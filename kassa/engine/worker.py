@@ -46,11 +46,11 @@ class WorkerConfig:
     session_ttl_seconds: float
 
 
-Timer = Callable[[Connection, int, int], None]
+Timer = Callable[[Connection, int, int], int]  # returns how many callbacks it queued
 
 
-def _nothing_left(_conn: Connection, _transaction_id: int, _now_ms: int) -> None:
-    return None
+def _nothing_left(_conn: Connection, _transaction_id: int, _now_ms: int) -> int:
+    return 0
 
 
 # Jobs that are a deadline rather than work for the processor.
@@ -115,8 +115,8 @@ class Worker(Consumer):
     async def _process(self, job: Job) -> None:
         timer = TIMERS.get(job.kind)
         if timer is not None:
-            await self.db.write(lambda conn: self._fenced(conn, job, timer))
-            self._wake_callbacks()
+            if await self.db.write(lambda conn: self._fenced(conn, job, timer)):
+                self._wake_callbacks()
             return
         work = await self.db.read_point(lambda conn: order_store.load_authorization(conn, job.transaction_id))
         if is_final(Stage(work.transaction["stage"])):  # a job left behind by a crash after the outcome
@@ -166,9 +166,10 @@ class Worker(Consumer):
             self._wake_callbacks()
         return stage is not Stage.THREE_D_VALIDATED
 
-    def _fenced(self, conn: Connection, job: Job, timer: Timer) -> None:
+    def _fenced(self, conn: Connection, job: Job, timer: Timer) -> int:
         if job_queue.finish_held(conn, job, self.owner):
-            timer(conn, job.transaction_id, now_ms())
+            return timer(conn, job.transaction_id, now_ms())
+        return 0
 
     def _record(self, conn: Connection, job: Job, outcome: Outcome, lease: Lease | None) -> tuple[bool, Queued]:
         """Records the outcome while the lease holds; returns whether it did, and the callbacks it queued."""
