@@ -41,8 +41,8 @@ class OperationDispatch:
             found = self._operation(scope["path"]) if scope["method"] == "POST" else None
             if found is not None:
                 op, endpoint_id = found
-                response = await handle(op, Request(scope, receive), self.services, endpoint_id)
-                await response(scope, receive, send)
+                answer = await handle(op, Request(scope, receive), self.services, endpoint_id)
+                await answer.send(send)
                 return
         await self.fallback(scope, receive, send)
 
@@ -57,7 +57,8 @@ def _endpoint(op: Operation, services: Services) -> Callable[[Request], Awaitabl
     """The same operation as a Starlette route, for what the dispatch leaves to Starlette."""
 
     async def endpoint(request: Request) -> Response:
-        return await handle(op, request, services, request.path_params["endpoint_id"])
+        answer = await handle(op, request, services, request.path_params["endpoint_id"])
+        return answer.response()
 
     return endpoint
 

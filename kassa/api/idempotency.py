@@ -10,9 +10,8 @@ import time
 from collections.abc import Awaitable, Callable
 from functools import partial
 
-from starlette.responses import Response
-
 from kassa.api.errors import ApiError, Code, field_error
+from kassa.api.rendering import Answer
 from kassa.runtime import Services
 from kassa.storage import idempotency as store
 
@@ -25,8 +24,8 @@ def request_hash(path: str, body: bytes) -> str:
 
 
 async def run_once(
-    services: Services, merchant_id: int, key: str, digest: str, produce: Callable[[], Awaitable[Response]]
-) -> Response:
+    services: Services, merchant_id: int, key: str, digest: str, produce: Callable[[], Awaitable[Answer]]
+) -> Answer:
     if not 1 <= len(key) <= 255:
         raise field_error("Idempotency-Key", "must be 1 to 255 characters")
     db = services.db
@@ -47,12 +46,10 @@ async def run_once(
     except BaseException:
         await db.write(lambda conn: store.release(conn, merchant_id, key))
         raise
-    answer = store.StoredAnswer(response.status_code, response.headers["content-type"], bytes(response.body))
-    await db.write(lambda conn: store.complete(conn, merchant_id, key, answer))
+    stored = store.StoredAnswer(response.status_code, response.content_type, response.body)
+    await db.write(lambda conn: store.complete(conn, merchant_id, key, stored))
     return response
 
 
-def _replay(answer: store.StoredAnswer) -> Response:
-    response = Response(answer.body, answer.status_code)
-    response.headers["content-type"] = answer.content_type
-    return response
+def _replay(answer: store.StoredAnswer) -> Answer:
+    return Answer(answer.status_code, answer.body, answer.content_type)

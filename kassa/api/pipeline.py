@@ -8,7 +8,6 @@ import time
 from dataclasses import dataclass
 
 from starlette.requests import Request
-from starlette.responses import Response
 
 from kassa import randomness
 from kassa.api import idempotency
@@ -17,7 +16,7 @@ from kassa.api.errors import ApiError, Code, field_error, internal_error
 from kassa.api.fields import validate
 from kassa.api.operations import Operation
 from kassa.api.parsing import parse_form, read_body
-from kassa.api.rendering import render, wants_json
+from kassa.api.rendering import Answer, render, wants_json
 from kassa.api.signatures import verify
 from kassa.domain.merchants import Endpoint, Mode
 from kassa.engine import targets
@@ -37,7 +36,7 @@ class Exchange:
     classic: bool = False
     client_orderid: str | None = None
 
-    def refusal(self, error: ApiError) -> Response:
+    def refusal(self, error: ApiError) -> Answer:
         fields = {"type": error.response_type, "serial-number": self.serial}
         if self.client_orderid and error.code < Code.INTERNAL:
             fields["merchant-order-id"] = self.client_orderid
@@ -46,7 +45,7 @@ class Exchange:
         return render(fields, classic=self.classic, status=error.http_status, headers=error.headers)
 
 
-async def handle(op: Operation, request: Request, services: Services, path_id: str) -> Response:
+async def handle(op: Operation, request: Request, services: Services, path_id: str) -> Answer:
     exchange = Exchange(randomness.uuid4())
     token = serial_var.set(exchange.serial)
     started = time.perf_counter()
@@ -69,7 +68,7 @@ async def handle(op: Operation, request: Request, services: Services, path_id: s
     return response
 
 
-async def _run(op: Operation, request: Request, services: Services, exchange: Exchange, path_id: str) -> Response:
+async def _run(op: Operation, request: Request, services: Services, exchange: Exchange, path_id: str) -> Answer:
     if op.handler is None:
         raise ApiError(Code.NOT_IMPLEMENTED, f"operation {op.code} is not implemented yet", http_status=501)
     json_asked = wants_json(request.headers.get("accept", ""))
@@ -93,7 +92,7 @@ async def _run(op: Operation, request: Request, services: Services, exchange: Ex
     return await idempotency.run_once(services, endpoint.merchant.id, key, digest, lambda: _answer(checked, exchange))
 
 
-async def _answer(checked: OperationRequest, exchange: Exchange) -> Response:
+async def _answer(checked: OperationRequest, exchange: Exchange) -> Answer:
     """The handler's answer, refusals included (they are answers a repeated key must get again)."""
     assert checked.op.handler is not None
     try:
