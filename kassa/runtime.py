@@ -75,6 +75,7 @@ def build_services(settings: Settings, worker_count: int) -> Services:
         settings.database_url,
         sqlite_synchronous=settings.sqlite_synchronous,
         sqlite_reads_in_place=settings.sqlite_reads_in_place,
+        threads=settings.db_threads,
     )
     vault = load_vault(settings.vault_key, settings.vault_key_file)
     processor = SandboxProcessor(settings.sandbox_latency_ms)

@@ -30,6 +30,7 @@ class Settings:
     sandbox_latency_ms: int = 0
     sqlite_synchronous: str = "FULL"
     sqlite_reads_in_place: bool = True
+    db_threads: int = 16
     log_level: str = "INFO"
     public_url: str | None = None
     endpoint_cache_seconds: float = 2.0
@@ -59,6 +60,7 @@ class Settings:
             sandbox_latency_ms=int(_env("SANDBOX_LATENCY_MS", "0")),
             sqlite_synchronous=_env("SQLITE_SYNCHRONOUS", "FULL").upper(),
             sqlite_reads_in_place=_env("SQLITE_READS_IN_PLACE", "1") != "0",
+            db_threads=int(_env("DB_THREADS", "16")),
             log_level=_env("LOG_LEVEL", "INFO").upper(),
             public_url=os.environ.get("KASSA_PUBLIC_URL"),
             endpoint_cache_seconds=float(_env("ENDPOINT_CACHE_SECONDS", "2")),

@@ -36,7 +36,7 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON f
 
 @contextmanager
 def _database() -> Iterator[Database]:
-    db = open_database(Settings.from_env().database_url, readers=1)
+    db = open_database(Settings.from_env().database_url, threads=1)
     try:
         yield db
     finally:

@@ -26,7 +26,7 @@ class Demo:
 
 
 def ensure(settings: Settings) -> Demo:
-    db = open_database(settings.database_url, readers=1)
+    db = open_database(settings.database_url, threads=1)
     try:
         return db.write_sync(_ensure)
     finally:

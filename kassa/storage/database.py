@@ -33,14 +33,14 @@ class Database:
 
     dialect: str
 
-    def __init__(self, engine: Engine, readers: int, writer_engine: Engine | None = None) -> None:
+    def __init__(self, engine: Engine, threads: int, writer_engine: Engine | None = None) -> None:
         self.engine = engine
         self.writer_engine = writer_engine or engine
         self.dialect = engine.dialect.name
-        self._readers = ThreadPoolExecutor(max_workers=readers, thread_name_prefix="kassa-db")
+        self._threads = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="kassa-db")
 
     async def read(self, unit: Unit[T]) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._readers, self.read_sync, unit)
+        return await asyncio.get_running_loop().run_in_executor(self._threads, self.read_sync, unit)
 
     async def read_point(self, unit: Unit[T]) -> T:
         """A short read by key (a status lookup). Here it is a ``read``; SQLite answers it in place."""
@@ -51,14 +51,14 @@ class Database:
             return unit(conn)
 
     async def write(self, unit: Unit[T]) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._readers, self.write_sync, unit)
+        return await asyncio.get_running_loop().run_in_executor(self._threads, self.write_sync, unit)
 
     def write_sync(self, unit: Unit[T]) -> T:
         with self.writer_engine.begin() as conn:
             return unit(conn)
 
     def close(self) -> None:
-        self._readers.shutdown(wait=True)
+        self._threads.shutdown(wait=True)
         self.engine.dispose()
         self.writer_engine.dispose()
 
@@ -75,8 +75,8 @@ class _Pending:
 class SqliteDatabase(Database):
     """SQLite in WAL mode: readers in a pool, all writes group-committed by one writer thread."""
 
-    def __init__(self, engine: Engine, readers: int, writer_engine: Engine, *, reads_in_place: bool = True) -> None:
-        super().__init__(engine, readers, writer_engine)
+    def __init__(self, engine: Engine, threads: int, writer_engine: Engine, *, reads_in_place: bool = True) -> None:
+        super().__init__(engine, threads, writer_engine)
         self._reads_in_place = reads_in_place
         self._in_place: Connection | None = None
         self._queue: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
@@ -155,14 +155,14 @@ class SqliteDatabase(Database):
 class PostgresDatabase(Database):
     """PostgreSQL takes concurrent writers: each unit gets its own transaction from the pool."""
 
-    def __init__(self, engine: Engine, readers: int, point_engine: Engine) -> None:
-        super().__init__(engine, readers)
+    def __init__(self, engine: Engine, threads: int, point_engine: Engine) -> None:
+        super().__init__(engine, threads)
         self._point_engine = point_engine
 
     async def read_point(self, unit: Unit[T]) -> T:
         """In autocommit on a pool of its own: no BEGIN, and no ROLLBACK when the connection goes back,
         so a status lookup is one round trip after the pool's liveness check instead of three."""
-        return await asyncio.get_running_loop().run_in_executor(self._readers, self._read_point_sync, unit)
+        return await asyncio.get_running_loop().run_in_executor(self._threads, self._read_point_sync, unit)
 
     def _read_point_sync(self, unit: Unit[T]) -> T:
         with self._point_engine.connect() as conn:
@@ -237,17 +237,19 @@ def ensure_sqlite_directory(url: str) -> None:
 
 
 def open_database(
-    url: str, *, sqlite_synchronous: str = "FULL", sqlite_reads_in_place: bool = True, readers: int = 4
+    url: str, *, sqlite_synchronous: str = "FULL", sqlite_reads_in_place: bool = True, threads: int = 4
 ) -> Database:
+    """``threads`` run units besides the event loop: SQLite's readers (its writes have a thread of their
+    own); on PostgreSQL every unit, each pool keeping up to one connection per thread."""
     if url.startswith("sqlite"):
         ensure_sqlite_directory(url)
-        reader = _sqlite_engine(url, sqlite_synchronous, writer=False, pool_size=readers)
+        reader = _sqlite_engine(url, sqlite_synchronous, writer=False, pool_size=threads)
         writer = _sqlite_engine(url, sqlite_synchronous, writer=True, pool_size=1)
-        return SqliteDatabase(reader, readers, writer, reads_in_place=sqlite_reads_in_place)
+        return SqliteDatabase(reader, threads, writer, reads_in_place=sqlite_reads_in_place)
     # A PostgreSQL unit holds its thread for every round trip it makes, so threads, not CPU, bounded the
-    # end-to-end rate: 16 threads (4 x readers) took it from 481 to 612 sales/s over 8. Each pool keeps 8
-    # connections and grows to 16 while busy, so a process holds at most 16 in use (one per thread).
-    pool = {"pool_size": readers * 2, "max_overflow": readers * 2, "pool_pre_ping": True}
+    # end-to-end rate: 16 threads took it from 481 to 612 sales/s over 8. No overflow: a connection beyond
+    # the pool is closed when it comes back, and a new backend per unit cost more than the unit.
+    pool = {"pool_size": threads, "max_overflow": 0, "pool_pre_ping": True}
     engine = create_engine(sqlalchemy_url(url), **pool)
     points = create_engine(sqlalchemy_url(url), isolation_level="AUTOCOMMIT", pool_reset_on_return=None, **pool)
-    return PostgresDatabase(engine, readers * 4, points)
+    return PostgresDatabase(engine, threads, points)

@@ -54,6 +54,7 @@ class Gateway:
             KASSA_DATA_DIR=str(self.data_dir),
             KASSA_VAULT_KEY=TEST_VAULT_KEY,
             KASSA_POLL_INTERVAL="0.05",
+            KASSA_DB_THREADS="4",  # many gateways share the test server's 100 connections
             KASSA_ENDPOINT_CACHE_SECONDS="0",
         )
         env.update(self.extra_env)
@@ -205,7 +206,7 @@ def new_merchant(
         spec = store.EndpointSpec(merchant.id, currency, mode, classic, descriptor, None, None, multi_capture)
         return merchant.control_key, store.create_endpoint(conn, spec, 0)
 
-    db = open_database(gateway.database_url, readers=1)
+    db = open_database(gateway.database_url, threads=1)
     try:
         key, endpoint_id = db.write_sync(create)
     finally:
