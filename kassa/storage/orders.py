@@ -33,7 +33,7 @@ from kassa.storage import ledger as ledger_store
 from kassa.storage import threeds as session_store
 from kassa.storage.callbacks import NOTHING_QUEUED, Queued, Sender
 from kassa.storage.jobs import Job, Lease
-from kassa.storage.prepared import Prepared, Record, Row
+from kassa.storage.prepared import Joined, Prepared, Record, Row
 from kassa.storage.tables import cards, endpoints, merchants, orders, transactions, transient_secrets
 
 
@@ -306,26 +306,18 @@ def _labelled(parts: Sequence[tuple[str, Table]]) -> list[Label[Any]]:
     return [column.label(prefix + column.name) for prefix, table in parts for column in table.c]
 
 
-def _split(row: Row, prefixes: Sequence[str]) -> dict[str, Row]:
-    """A joined row's columns, by the prefix that names their table."""
-    split: dict[str, Row] = {prefix: {} for prefix in prefixes}
-    for name, value in row.items():
-        split[name[:2]][name[2:]] = value
-    return split
-
-
 def _card_or_none(card: Row) -> Row | None:
     return card if card["id"] is not None else None
 
 
-def _snapshot_query(*where: ColumnElement[bool]) -> Prepared:
+def _snapshot_query(*where: ColumnElement[bool]) -> Joined:
     """The order, each of its transactions and its card in one query (one round trip on PostgreSQL): a
     row per transaction, columns prefixed ``o_``, ``t_`` and ``c_``."""
     columns = _labelled(_PARTS)
     joined = orders.join(transactions, transactions.c.order_id == orders.c.id).outerjoin(
         cards, cards.c.id == orders.c.card_id
     )
-    return Prepared(select(*columns).select_from(joined).where(*where).order_by(transactions.c.id))
+    return Joined(select(*columns).select_from(joined).where(*where).order_by(transactions.c.id))
 
 
 _SNAPSHOT_BY_ID = _snapshot_query(orders.c.id == bindparam("order_id"))
@@ -354,11 +346,11 @@ def find_order(
     return None
 
 
-def _snapshot(rows: list[Row]) -> OrderSnapshot | None:
+def _snapshot(rows: list[dict[str, Row]]) -> OrderSnapshot | None:
+    """The snapshot query's rows, one per transaction, each split by table."""
     if not rows:
         return None
-    parts = [_split(row, [prefix for prefix, _ in _PARTS]) for row in rows]
-    return OrderSnapshot(parts[0]["o_"], [split["t_"] for split in parts], _card_or_none(parts[0]["c_"]))
+    return OrderSnapshot(rows[0]["o_"], [row["t_"] for row in rows], _card_or_none(rows[0]["c_"]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -390,17 +382,17 @@ _RECORD = Prepared(
 
 
 def load_authorization(conn: Connection, transaction_id: int) -> AuthorizationWork:
-    row = _split(_AUTHORIZATION.one(conn, {"tx_id": transaction_id}), ("t_", "o_", "c_", "s_"))
+    row = _AUTHORIZATION.one(conn, {"tx_id": transaction_id})
     return AuthorizationWork(row["t_"], row["o_"], _card_or_none(row["c_"]), row["s_"]["cvv_ciphertext"])
 
 
 def load_transaction(conn: Connection, transaction_id: int) -> tuple[Record, Record, Record | None]:
     """A transaction with its order and the order's card (None until a hosted form collected it)."""
-    row = _split(_TRANSACTION_IN_FULL.one(conn, {"tx_id": transaction_id}), ("t_", "o_", "c_"))
+    row = _TRANSACTION_IN_FULL.one(conn, {"tx_id": transaction_id})
     return row["t_"], row["o_"], _card_or_none(row["c_"])
 
 
-def _transaction_query(*, with_cvv: bool) -> Prepared:
+def _transaction_query(*, with_cvv: bool) -> Joined:
     """A transaction, its order and card (and the CVV kept for its authorization) in one query: columns
     prefixed ``t_``, ``o_``, ``c_`` (and ``s_``)."""
     parts = [("t_", transactions), ("o_", orders), ("c_", cards)]
@@ -412,7 +404,7 @@ def _transaction_query(*, with_cvv: bool) -> Prepared:
         secret = transient_secrets.c.transaction_id == transactions.c.id
         joined = joined.outerjoin(transient_secrets, secret)
         columns.append(transient_secrets.c.cvv_ciphertext.label("s_cvv_ciphertext"))
-    return Prepared(select(*columns).select_from(joined).where(transactions.c.id == bindparam("tx_id")))
+    return Joined(select(*columns).select_from(joined).where(transactions.c.id == bindparam("tx_id")))
 
 
 _AUTHORIZATION = _transaction_query(with_cvv=True)
@@ -437,7 +429,7 @@ def record_outcome(
     it queued; with a ``callback_lease``, those that can go at once are written leased to its owner."""
     order = _LOCKED_ORDER_OF.one(conn, {"tx_id": transaction_id})
     # Read after the lock: whatever changed the transaction before held the lock and has committed.
-    row = _split(_OUTCOME_CONTEXT.one(conn, {"tx_id": transaction_id}), ("t_", "c_", "e_"))
+    row = _OUTCOME_CONTEXT.one(conn, {"tx_id": transaction_id})
     tx = row["t_"]
     stage = advance(Stage(tx["stage"]), outcome.stage)
     changes = {
@@ -468,7 +460,7 @@ _LOCKED_ORDER_OF = Prepared(
 )
 
 
-def _outcome_context() -> Prepared:
+def _outcome_context() -> Joined:
     """A transaction with what its callbacks need: the order's card, the endpoint's descriptor and mode and
     the merchant's control key; columns prefixed ``t_``, ``c_`` and ``e_``."""
     joined = (
@@ -480,7 +472,7 @@ def _outcome_context() -> Prepared:
     columns = _labelled((("t_", transactions), ("c_", cards)))
     columns += [endpoints.c.descriptor.label("e_descriptor"), endpoints.c.mode.label("e_mode")]
     columns.append(merchants.c.control_key.label("e_control_key"))
-    return Prepared(select(*columns).select_from(joined).where(transactions.c.id == bindparam("tx_id")))
+    return Joined(select(*columns).select_from(joined).where(transactions.c.id == bindparam("tx_id")))
 
 
 _OUTCOME_CONTEXT = _outcome_context()
