@@ -98,8 +98,16 @@ class SqliteDatabase(Database):
             return await self.read(unit)
         if self._in_place is None:
             self._in_place = self.engine.connect()
-        with self._in_place.begin():
-            return unit(self._in_place)
+        conn = self._in_place
+        # No transaction of our own: a statement on the driver's cursor is atomic by itself (SQLite reads a
+        # consistent snapshot per statement), and SQLAlchemy's begin and commit cost as much as the query.
+        # A unit that runs statements through SQLAlchemy begins a transaction (one snapshot for them all),
+        # which ends here.
+        try:
+            return unit(conn)
+        finally:
+            if conn.in_transaction():
+                conn.rollback()
 
     def close(self) -> None:
         if self._in_place is not None:
