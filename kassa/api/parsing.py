@@ -11,8 +11,14 @@ from kassa.api.errors import ApiError, Code
 MAX_BODY = 64 * 1024
 
 
-async def read_body(request: Request) -> bytes:
-    declared = request.headers.get("content-length", "")
+def request_headers(request: Request) -> dict[str, str]:
+    """The request's headers by name, read once (ASGI servers send names in lower case); the first of a
+    repeated header wins, as with Starlette's ``Headers.get``, which costs a scan per lookup."""
+    return {name.decode("latin-1"): value.decode("latin-1") for name, value in reversed(request.scope["headers"])}
+
+
+async def read_body(request: Request, declared: str) -> bytes:
+    """The body, refused beyond ``MAX_BODY`` whether ``declared`` (Content-Length) says so or not."""
     if declared.isdigit() and int(declared) > MAX_BODY:
         raise _too_large()
     body = bytearray()

@@ -15,7 +15,7 @@ from kassa.api.context import OperationRequest
 from kassa.api.errors import ApiError, Code, field_error, internal_error
 from kassa.api.fields import validate
 from kassa.api.operations import Operation
-from kassa.api.parsing import parse_form, read_body
+from kassa.api.parsing import parse_form, read_body, request_headers
 from kassa.api.rendering import Answer, render, wants_json
 from kassa.api.signatures import verify
 from kassa.domain.merchants import Endpoint, Mode
@@ -71,21 +71,23 @@ async def handle(op: Operation, request: Request, services: Services, path_id: s
 async def _run(op: Operation, request: Request, services: Services, exchange: Exchange, path_id: str) -> Answer:
     if op.handler is None:
         raise ApiError(Code.NOT_IMPLEMENTED, f"operation {op.code} is not implemented yet", http_status=501)
-    json_asked = wants_json(request.headers.get("accept", ""))
+    headers = request_headers(request)
+    json_asked = wants_json(headers.get("accept", ""))
     endpoint = await _endpoint(services, path_id)
     if not json_asked and not (endpoint is not None and endpoint.speaks_classic):
         raise ApiError(Code.ACCEPT, "the Accept header must be application/vnd.pay+json")
     exchange.classic = not json_asked  # known before the body is read: a classic client gets every refusal classic
     if endpoint is None or not endpoint.enabled:
         raise ApiError(Code.ENDPOINT, f"unknown or disabled endpoint {path_id}")
-    body = await read_body(request)
+    body = await read_body(request, headers.get("content-length", ""))
     form = _canonical_form(op, parse_form(body))
     exchange.client_orderid = form.get("client_orderid") or None
     values = validate(op.fields, form)
     verify(op, endpoint, path_id, form, values)
     await _guard_callback_targets(endpoint, values)
-    checked = OperationRequest(op, exchange.serial, endpoint, values, form, services, public_base(request, services))
-    key = request.headers.get("idempotency-key")
+    base = _base(services, request.scope["scheme"], headers.get("host") or request.url.netloc)
+    checked = OperationRequest(op, exchange.serial, endpoint, values, form, services, base)
+    key = headers.get("idempotency-key")
     if key is None:
         return await _answer(checked, exchange)
     digest = idempotency.request_hash(request.url.path, body)
@@ -104,7 +106,11 @@ async def _answer(checked: OperationRequest, exchange: Exchange) -> Answer:
 def public_base(request: Request, services: Services) -> str:
     """Where customers reach the gateway: KASSA_PUBLIC_URL, else the address this request came to."""
     host = request.headers.get("host") or request.url.netloc  # read directly: building request.url is slow
-    origin = services.settings.public_url or f"{request.scope['scheme']}://{host}"
+    return _base(services, request.scope["scheme"], host)
+
+
+def _base(services: Services, scheme: str, host: str) -> str:
+    origin = services.settings.public_url or f"{scheme}://{host}"
     return origin.rstrip("/") + services.settings.prefix
 
 
