@@ -288,6 +288,20 @@ None of it is one big cost; closing the gap means a hot path without Starlette's
 objects and without SQLAlchemy's connection and transaction objects around each statement: the raw ASGI
 and driver calls the floor makes. That is the next step for these two targets, not a faster interpreter.
 
+First steps taken (2026-11-23), measured in process (`python -m bench.inprocess status`: the ASGI app
+called without HTTP, 50 calls at a time; `--profile tottime` adds cProfile) and then over HTTP:
+- answers sent as two ASGI messages of their own (`api/rendering.Answer`) instead of Starlette's
+  `Response`: about +2% over HTTP, less than the profile suggested;
+- joined rows split by position worked out once (`storage/prepared.Joined`) instead of by label name:
+  111 -> 96 µs per status call in process;
+- SQLite reads in place without a transaction of their own (one statement is a consistent snapshot):
+  96 -> 85 µs;
+- the request's headers read into a dict once instead of four scans through Starlette's `Headers`:
+  85 -> 79 µs.
+Status by orderid on SQLite went from 5,207 to 6,714 req/s (0.23x -> 0.31x the ceiling) over HTTP in
+short runs. The sale spends about 200-280 µs a call in process (writer thread included), spread over
+validation, the order's construction, three HMACs, two AES-GCM encryptions and five inserts.
+
 **Changes in this session, each measured:**
 - SQLAlchemy's `Connection.execute` replaced by statements compiled once and run on the driver's cursor
   (`kassa/storage/prepared.py`): 280 -> 66 µs per order in the writer.
@@ -346,6 +360,11 @@ itself uses most of the other core, about 0.1 core per 100 sales/s.
     server CPU per sale. Not adopted, because one writer per process would make every request of the
     process wait behind any row lock another process holds.
   - No pool pre-ping: about +13%. Kept, so a PostgreSQL restart or failover costs no failed sale.
+- Pools sized to the unit threads with no overflow (`KASSA_DB_THREADS`, 16). With 16 threads and pools
+  of 8 growing to 16, every overflow connection was closed as it came back, so busy runs forked a new
+  PostgreSQL backend per unit: the bench saw PostgreSQL's CPU move to short-lived processes and sale and
+  status fall. Without overflow, in one short run: sale 1,954 req/s (1,626 in the last full run before),
+  status 3,047 (2,438).
 
 **End to end, PostgreSQL: about 500-600 sales/s** on this machine, the server process and PostgreSQL
 sharing both cores (server about 90%, PostgreSQL about 65% of a core). 1,000/s is more than that, so the
@@ -371,6 +390,7 @@ no core of its own to scale onto. The table's CPU columns show it.
 make services                    # PostgreSQL on 127.0.0.1:5432 (trust auth)
 make bench                       # = .venv/bin/python -m bench, every scenario; see "the whole bench took"
 .venv/bin/python -m bench --quick            # 3-second runs, 5-second end to end, 100,000 bulk orders
+.venv/bin/python -m bench.inprocess status --profile tottime  # the API without HTTP, under cProfile
 .venv/bin/python -m bench --duration 30      # longer throughput runs
 .venv/bin/python -m bench --backends sqlite  # skip PostgreSQL (and so the scale scenario)
 .venv/bin/python -m bench --scenarios core,peer           # of: core, peer, e2e, bulk, scale

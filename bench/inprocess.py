@@ -1,0 +1,123 @@
+"""Kassa's API without HTTP: the ASGI app called directly with ASGI messages, 50 calls at a time, on a
+fresh SQLite database, so its own cost per request shows without uvicorn's and the load generator's.
+With ``--profile``, the measured calls run again under cProfile. Run:
+``python -m bench.inprocess status 20000 [--profile tottime]`` (or ``sale``)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import cProfile
+import os
+import pstats
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+
+from bench.bodies import MerchantKeys, sale_body, status_body
+
+CONCURRENCY = 50
+_HEADERS = [(b"host", b"127.0.0.1"), (b"accept", b"application/vnd.pay+json")]
+
+Call = Callable[[str, bytes], Awaitable[list[dict[str, Any]]]]
+
+
+def _environment() -> None:
+    data_dir = tempfile.mkdtemp(prefix="kassa-inprocess-")
+    os.environ.update(
+        KASSA_DATABASE_URL=f"sqlite:///{data_dir}/kassa.db",
+        KASSA_DATA_DIR=data_dir,
+        KASSA_LOG_LEVEL="WARNING",
+        KASSA_VAULT_KEY=base64.b64encode(os.urandom(32)).decode(),
+    )
+
+
+def _caller(app: Any) -> Call:
+    async def call(path: str, body: bytes) -> list[dict[str, Any]]:
+        sent: list[dict[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        headers = [*_HEADERS, (b"content-length", str(len(body)).encode())]
+        scope = {"type": "http", "method": "POST", "path": path, "headers": headers, "scheme": "http"}
+        await app(scope, receive, send)
+        return sent
+
+    return call
+
+
+async def _run(call: Call, path: str, bodies: list[bytes], count: int) -> float:
+    gate = asyncio.Semaphore(CONCURRENCY)
+
+    async def one(body: bytes) -> None:
+        async with gate:
+            await call(path, body)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one(bodies[i % len(bodies)]) for i in range(count)))
+    return time.perf_counter() - started
+
+
+async def measure(kind: str, count: int, profile_sort: str | None) -> None:
+    # Imported here: the settings are read from the environment set up first.
+    from kassa import logs
+    from kassa.api.app import OperationDispatch
+    from kassa.domain.merchants import Mode
+    from kassa.runtime import build_services
+    from kassa.settings import Settings
+    from kassa.storage import merchants as merchant_store
+    from kassa.storage.migrate import upgrade
+
+    settings = Settings.from_env()
+    logs.configure(settings.log_level)
+    upgrade(settings.database_url)
+    services = build_services(settings, 0)
+
+    def merchant(conn: Any) -> MerchantKeys:
+        created = merchant_store.create_merchant(conn, "bench", "k" * 32, False, 0)
+        spec = merchant_store.EndpointSpec(created.id, "USD", Mode.SANDBOX, False, "", None, None, False)
+        return MerchantKeys("bench", "k" * 32, merchant_store.create_endpoint(conn, spec, 0))
+
+    keys = services.db.write_sync(merchant)
+    call = _caller(OperationDispatch(None, services))  # type: ignore[arg-type]
+    sale_path = f"{settings.prefix}/api/v2/sale/{keys.endpoint_id}"
+    orders = [await call(sale_path, sale_body(keys, f"seed-{n}").encode()) for n in range(200)]
+    if kind == "status":
+        ids = [orjson.loads(sent[1]["body"])["paynet-order-id"] for sent in orders]
+        bodies = [status_body(keys, order_id).encode() for order_id in ids]
+        path = f"{settings.prefix}/api/v2/status/{keys.endpoint_id}"
+    else:
+        bodies = [sale_body(keys, f"run-{n}").encode() for n in range(3 * count + 2000)]
+        path = sale_path
+    await _run(call, path, bodies[-2000:], 2000)  # warm-up (distinct sales: the last bodies)
+    elapsed = await _run(call, path, bodies, count)
+    print(f"{kind}: {count / elapsed:,.0f} calls/s, {elapsed / count * 1e6:.0f} µs a call (no HTTP)")
+    if profile_sort:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        await _run(call, path, bodies[count : 2 * count] if kind == "sale" else bodies, count)
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats(profile_sort).print_stats(40)
+    services.db.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("kind", choices=["status", "sale"])
+    parser.add_argument("count", type=int, nargs="?", default=20000)
+    parser.add_argument("--profile", metavar="SORT", help="cProfile sort key, e.g. tottime or cumulative")
+    args = parser.parse_args()
+    _environment()
+    asyncio.run(measure(args.kind, args.count, args.profile))
+
+
+if __name__ == "__main__":
+    main()
