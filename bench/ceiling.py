@@ -19,7 +19,7 @@ Message = dict[str, Any]
 CONTENT_TYPE = b"application/vnd.pay+json; charset=utf-8"
 
 
-async def _read_body(receive: Any) -> bytes:
+async def read_body(receive: Any) -> bytes:
     chunks: list[bytes] = []
     more = True
     while more:
@@ -29,7 +29,7 @@ async def _read_body(receive: Any) -> bytes:
     return b"".join(chunks)
 
 
-async def _lifespan(receive: Any, send: Any) -> None:
+async def lifespan(receive: Any, send: Any) -> None:
     while True:
         message: Message = await receive()
         if message["type"] == "lifespan.startup":
@@ -41,9 +41,9 @@ async def _lifespan(receive: Any, send: Any) -> None:
 
 async def app(scope: Message, receive: Any, send: Any) -> None:
     if scope["type"] == "lifespan":
-        await _lifespan(receive, send)
+        await lifespan(receive, send)
         return
-    fields = dict(parse_qsl((await _read_body(receive)).decode()))
+    fields = dict(parse_qsl((await read_body(receive)).decode()))
     payload = orjson.dumps(
         {
             "type": "async-response",
@@ -63,10 +63,15 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
+    serve(app, args.host, args.port)
+
+
+def serve(asgi_app: Any, host: str, port: int) -> None:
+    """As ``kassa serve`` serves Kassa: uvicorn with uvloop and httptools, no access log."""
     config = uvicorn.Config(
-        app,
-        host=args.host,
-        port=args.port,
+        asgi_app,
+        host=host,
+        port=port,
         loop="uvloop",
         http="httptools",
         log_config=None,

@@ -24,11 +24,10 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import orjson
-import uvicorn
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from bench.bodies import SALE_EMAIL
-from bench.ceiling import CONTENT_TYPE, Message, _lifespan, _read_body
+from bench.ceiling import CONTENT_TYPE, Message, lifespan, read_body, serve
 
 LOGIN, KEY, ENDPOINT_ID = "ceiling", "k" * 32, "1"
 _SCHEMA = """CREATE TABLE IF NOT EXISTS orders (
@@ -118,9 +117,9 @@ class Floor:
 
     async def __call__(self, scope: Message, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            await lifespan(receive, send)
             return
-        fields = dict(parse_qsl((await _read_body(receive)).decode()))
+        fields = dict(parse_qsl((await read_body(receive)).decode()))
         answer = self.status(fields) if "/status/" in scope["path"] else await self.sale(fields)
         payload = orjson.dumps(answer)
         headers = [(b"content-type", CONTENT_TYPE), (b"content-length", str(len(payload)).encode())]
@@ -143,17 +142,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     seed(args.database, args.seed)
-    config = uvicorn.Config(
-        Floor(args.database),
-        host="127.0.0.1",
-        port=args.port,
-        loop="uvloop",
-        http="httptools",
-        log_config=None,
-        access_log=False,
-        lifespan="on",
-    )
-    uvicorn.Server(config).run()
+    serve(Floor(args.database), "127.0.0.1", args.port)
 
 
 if __name__ == "__main__":
