@@ -108,12 +108,13 @@ class CallbackDispatcher(Consumer):
             self._recheck = False
             self.wake()
 
+    def found_nothing(self) -> None:
+        if self._handed:
+            self._recheck = True
+
     def _claim(self, conn: Connection) -> list[Due]:
         now = now_ms()
-        claimed = store.claim(conn, self.owner, now, int(self.config.lease_seconds * 1000), _BATCH)
-        if not claimed and self._handed:
-            self._recheck = True
-        return claimed
+        return store.claim(conn, self.owner, now, int(self.config.lease_seconds * 1000), _BATCH)
 
     async def _deliver(self, client: aiohttp.ClientSession, due: Due) -> None:
         url = with_query(due.url, signed(due.fields, due.control_key))

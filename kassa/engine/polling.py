@@ -28,6 +28,9 @@ class Consumer:
         """New work was committed in this process: look now rather than at the next poll."""
         self.wakeup.set()
 
+    def found_nothing(self) -> None:
+        """Told on the event loop when a claim came back empty, before the loop waits."""
+
     async def consume(
         self,
         stop: asyncio.Event,
@@ -46,6 +49,7 @@ class Consumer:
                     # The item stays leased and runs again when its lease ends; this loop must go on.
                     log.error("handling claimed work failed", exc_info=failure)
                 continue
+            self.found_nothing()
             self.wakeup.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.wakeup.wait(), self.poll_interval)

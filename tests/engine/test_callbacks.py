@@ -145,6 +145,23 @@ def test_callbacks_of_one_order_arrive_in_transaction_order_even_when_the_first_
     assert [r.query["type"] for r in received] == ["preauth", "cancel"]
 
 
+def test_a_callback_waiting_on_one_in_flight_goes_out_as_soon_as_that_one_is_delivered(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    # Polls 10 s apart: the cancel's callback, queued while the preauth's is still in flight, must not wait
+    # for the next poll once the preauth's is delivered.
+    gateway = gateway_factory(KASSA_POLL_INTERVAL="10")
+    merchant = new_merchant(gateway, "in-flight")
+    with running(Receiver(free_port(), script=["slow"], hang_seconds=2.0)) as receiver:
+        order = preauth(merchant, "fl-1", "50.00", notify_url=receiver.url).json()["paynet-order-id"]
+        assert merchant.wait_final(order)["status"] == "approved"
+        cancel = final(merchant, refund(merchant, "fl-1", order))
+        assert cancel["transaction-type"] == "cancel"
+        received = receiver.wait_for(2, timeout=8)
+    assert [r.query["type"] for r in received] == ["preauth", "cancel"]
+    assert received[1].at - received[0].at < 2
+
+
 def test_live_endpoint_refuses_private_callback_targets(gateway_factory: Callable[..., Gateway]) -> None:
     gateway = gateway_factory()
     merchant = new_merchant(gateway, "live", live=True)

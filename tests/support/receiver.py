@@ -22,7 +22,7 @@ class Received:
 @dataclass
 class Receiver:
     port: int
-    script: list[str] = field(default_factory=list)  # per request in turn: "500", "timeout"; then "ok"
+    script: list[str] = field(default_factory=list)  # per request in turn: "500", "timeout", "slow"; then "ok"
     hang_seconds: float = 2.0
     received: list[Received] = field(default_factory=list)  # GETs answered 200 (callbacks)
     posted: list[Received] = field(default_factory=list)  # POSTs (final redirects)
@@ -47,9 +47,9 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             behaviour = receiver.next_behaviour()
-            if behaviour == "timeout":
+            if behaviour in ("timeout", "slow"):  # slow: answers 200 after the wait
                 time.sleep(receiver.hang_seconds)
-            if behaviour != "ok":
+            if behaviour not in ("ok", "slow"):
                 self.send_response(500)
                 self.end_headers()
                 return
