@@ -349,9 +349,9 @@ of 2,410 ms. Now it needs two:
   more than two commits, not because there is CPU to spare.
 
 **PostgreSQL: about 600 µs of CPU per accepted sale** in the server process (830 µs before the two
-changes below), against 280 on SQLite. A wall-clock profile of the server shows its threads waiting on
-PostgreSQL about 70% of the time: on the pool's liveness check, the statement, and the commit. PostgreSQL
-itself uses most of the other core, about 0.1 core per 100 sales/s.
+changes below), against 280 on SQLite. A wall-clock profile of the server showed its threads waiting on
+PostgreSQL about 70% of the time: on the pool's liveness check (since removed), the statement, and the
+commit. PostgreSQL itself uses most of the other core, about 0.1 core per 100 sales/s.
 - A card sale's five rows are now one statement of data-modifying CTEs (one round trip instead of five).
 - Reads by key run in autocommit on a pool of their own: one round trip instead of three. Status went
   from 1,374 to 2,168 req/s in a short run.
@@ -359,7 +359,11 @@ itself uses most of the other core, about 0.1 core per 100 sales/s.
   - Group commit on one connection, as on SQLite: 1,556 against 1,481 sales/s, and 416 against 597 µs of
     server CPU per sale. Not adopted, because one writer per process would make every request of the
     process wait behind any row lock another process holds.
-  - No pool pre-ping: about +13%. Kept, so a PostgreSQL restart or failover costs no failed sale.
+- No pool pre-ping (2026-11-23): a round trip per unit, about 13% of a sale. A unit whose connection
+  turns out dead before its commit has written nothing, so it runs once more on a renewed pool; a
+  failed `COMMIT` is not retried. `tests/api/test_server_errors.py` drops every connection of a gateway
+  (`pg_terminate_backend`) and checks that the next sale and status answer 200 (it fails with neither
+  the ping nor the retry). Status went from 3,047 to 3,985 req/s in short runs.
 - Pools sized to the unit threads with no overflow (`KASSA_DB_THREADS`, 16). With 16 threads and pools
   of 8 growing to 16, every overflow connection was closed as it came back, so busy runs forked a new
   PostgreSQL backend per unit: the bench saw PostgreSQL's CPU move to short-lived processes and sale and
@@ -368,9 +372,9 @@ itself uses most of the other core, about 0.1 core per 100 sales/s.
 
 **End to end, PostgreSQL: about 500-600 sales/s** on this machine, the server process and PostgreSQL
 sharing both cores (server about 90%, PostgreSQL about 65% of a core). 1,000/s is more than that, so the
-run at 1,000/s measures overload: nothing is lost, and the backlog shows as latency. Per sale a unit
-makes about 21 round trips (pre-ping, `BEGIN`, statements, `COMMIT` for each of accept, record and
-callback attempt, plus the authorization read); PostgreSQL's session activity during the run is mostly
+run at 1,000/s measures overload: nothing is lost, and the backlog shows as latency. A sale's units
+make about 18 round trips (`BEGIN`, statements, `COMMIT` for each of accept, record and callback
+attempt, plus the authorization read); PostgreSQL's session activity during the run is mostly
 `ClientRead`, waiting for the server's next statement.
 - With 8 unit threads the threads, not the CPU, were the bound (server 80% busy at 400/s, falling
   behind); 16 threads took 1,000/s from 481 to 612 sales/s achieved in 25 s runs.
