@@ -3,7 +3,8 @@
 A sale: parse the form, check the SHA-1 ``control``, validate the card (Luhn, expiry, CVV), encrypt PAN
 and CVV with AES-GCM, write one order row durably (SQLite, WAL, ``synchronous=FULL``, one writer thread
 with group commit, as Kassa does), answer. A status call: parse, check ``control``, read the order by
-key on the event loop's thread, answer. No framework, no operations table, no second row, no job.
+key on the event loop's thread, answer. No framework, no operations table, no second row, no job. The
+amount, the Luhn check and the control are Kassa's own functions (``kassa.domain``, ``kassa.signing``).
 
 Whatever Kassa does beyond this is what its features cost; what this app cannot reach, no Python
 implementation of the same durable work on this server can. Run: ``python -m bench.floor --port P
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import hmac
 import os
 import queue
@@ -28,8 +28,11 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from bench.bodies import SALE_EMAIL
 from bench.ceiling import CONTENT_TYPE, Message, lifespan, read_body, serve
+from kassa.domain import cards, money
+from kassa.signing.control import control_of
 
 LOGIN, KEY, ENDPOINT_ID = "ceiling", "k" * 32, "1"
+_USD = money.currency("USD")
 _SCHEMA = """CREATE TABLE IF NOT EXISTS orders (
     id INTEGER PRIMARY KEY, client_orderid TEXT UNIQUE NOT NULL, amount INTEGER NOT NULL,
     email TEXT NOT NULL, pan BLOB NOT NULL, cvv BLOB NOT NULL, status TEXT NOT NULL)"""
@@ -75,18 +78,6 @@ def _connect(path: str) -> sqlite3.Connection:
     return conn
 
 
-def _control(*parts: str) -> str:
-    return hashlib.sha1("".join(parts).encode(), usedforsecurity=False).hexdigest()
-
-
-def _luhn(pan: str) -> bool:
-    total = 0
-    for i, digit in enumerate(reversed(pan)):
-        n = int(digit) * (2 if i % 2 else 1)
-        total += n - 9 if n > 9 else n
-    return total % 10 == 0
-
-
 class Floor:
     def __init__(self, path: str) -> None:
         self.writer = Writer(path)
@@ -94,12 +85,12 @@ class Floor:
         self.aead = AESGCM(os.urandom(32))
 
     async def sale(self, fields: dict[str, str]) -> dict[str, Any]:
-        amount = round(float(fields["amount"]) * 100)
-        expected = _control(ENDPOINT_ID, fields["client_orderid"], str(amount), fields["email"], KEY)
+        amount = money.parse_amount(fields["amount"], _USD)
+        expected = control_of([ENDPOINT_ID, fields["client_orderid"], str(amount), fields["email"]], KEY)
         if not hmac.compare_digest(expected, fields["control"]):
             return {"type": "validation-error", "error-message": "control"}
         pan, cvv = fields["credit_card_number"], fields["cvv2"]
-        if not (pan.isdigit() and _luhn(pan) and cvv.isdigit() and 1 <= int(fields["expire_month"]) <= 12):
+        if not (cards.luhn_valid(pan) and cvv.isdigit() and 1 <= int(fields["expire_month"]) <= 12):
             return {"type": "validation-error", "error-message": "card"}
         pan_ct = self.aead.encrypt(os.urandom(12), pan.encode(), None)
         cvv_ct = self.aead.encrypt(os.urandom(12), cvv.encode(), None)
@@ -108,7 +99,7 @@ class Floor:
         return {"type": "async-response", "paynet-order-id": str(order_id), "status": "processing"}
 
     def status(self, fields: dict[str, str]) -> dict[str, Any]:
-        if not hmac.compare_digest(_control(LOGIN, "", fields["orderid"], KEY), fields["control"]):
+        if not hmac.compare_digest(control_of([LOGIN, fields["orderid"]], KEY), fields["control"]):
             return {"type": "validation-error", "error-message": "control"}
         found = self.reader.execute("SELECT * FROM orders WHERE id = ?", (int(fields["orderid"]),)).fetchone()
         if found is None:
