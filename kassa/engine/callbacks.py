@@ -7,7 +7,6 @@ import asyncio
 import logging
 import re
 import time
-import uuid
 from dataclasses import dataclass
 from functools import partial
 from urllib.parse import quote_plus, urlsplit, urlunsplit
@@ -23,12 +22,10 @@ from kassa.engine.polling import Consumer
 from kassa.storage import callbacks as store
 from kassa.storage.callbacks import Attempt, Due
 from kassa.storage.database import Database
-from kassa.storage.jobs import Lease
 
 log = logging.getLogger("kassa.callbacks")
 
 _BATCH = 16
-_HANDED_MAX = 32  # callbacks handed over and not yet recorded; beyond it, new ones wait for a claim
 _CONNECTIONS = 100
 _BODY_READ = 4096
 
@@ -65,11 +62,9 @@ class CallbackDispatcher(Consumer):
     it (``lease``, ``take``): a callback goes out as soon as its status change is committed."""
 
     def __init__(self, db: Database, config: CallbackConfig) -> None:
-        super().__init__(db, config.poll_interval)
+        super().__init__(db, config.poll_interval, "callbacks", config.lease_seconds)
         self.config = config
-        self.owner = f"callbacks-{uuid.uuid4().hex[:12]}"
         self._client: aiohttp.ClientSession | None = None
-        self._handed: set[asyncio.Task[None]] = set()
         self._recheck = False  # a claim found nothing while handed callbacks were out: some may wait on them
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -77,44 +72,29 @@ class CallbackDispatcher(Consumer):
         connector = aiohttp.TCPConnector(limit=_CONNECTIONS)
         async with aiohttp.ClientSession(timeout=timeout, connector=connector) as client:
             self._client = client
-            try:
-                await self.consume(stop, self._claim, partial(self._deliver, client))
-            finally:
-                self._client = None
-                await asyncio.gather(*self._handed, return_exceptions=True)
-
-    def lease(self) -> Lease | None:
-        """A lease for callbacks about to be written, or None when they should wait for a claim."""
-        if self._client is None or len(self._handed) >= _HANDED_MAX:
-            return None
-        return Lease(self.owner, now_ms() + int(self.config.lease_seconds * 1000))
+            await self.consume(stop, self._claim, partial(self._deliver, client))
 
     def take(self, handed: list[Due]) -> None:
-        """Delivers callbacks written leased to this dispatcher, now committed."""
+        """Delivers callbacks written leased to this dispatcher (``lease``), now committed."""
         client = self._client
-        if client is None:  # stopping: the leases run out and the rows are claimed again
-            return
-        for due in handed:
-            task = asyncio.get_running_loop().create_task(self._deliver_handed(client, due))
-            self._handed.add(task)
-            task.add_done_callback(self._handed.discard)
+        if client is not None:  # else never started: the leases run out and the rows are claimed
+            for due in handed:
+                self._take(partial(self._deliver_handed, client, due))
 
     async def _deliver_handed(self, client: aiohttp.ClientSession, due: Due) -> None:
         try:
             await self._deliver(client, due)
-        except Exception:
-            log.exception("callback delivery failed", extra={"callback": due.id})
-        if self._recheck:
-            self._recheck = False
-            self.wake()
+        finally:
+            if self._recheck:  # a later callback of the same order and URL may have waited on this one
+                self._recheck = False
+                self.wake()
 
     def found_nothing(self) -> None:
-        if self._handed:
+        if self.in_hand:
             self._recheck = True
 
     def _claim(self, conn: Connection) -> list[Due]:
-        now = now_ms()
-        return store.claim(conn, self.owner, now, int(self.config.lease_seconds * 1000), _BATCH)
+        return store.claim(conn, self.owner, now_ms(), self.lease_ms, _BATCH)
 
     async def _deliver(self, client: aiohttp.ClientSession, due: Due) -> None:
         url = with_query(due.url, signed(due.fields, due.control_key))

@@ -1,28 +1,67 @@
-"""The loop every queue consumer runs: claim a batch, handle it, or sleep until woken or the next poll."""
+"""The loop every queue consumer runs: claim a batch, handle it, or sleep until woken or the next poll.
+
+Work this process writes for a consumer of its own can skip the claim: it is written already leased to
+the consumer (``lease``) and handed to it in memory once committed (``take``). Leases keep that safe: if
+the process dies first, the rows are claimed by any consumer once the lease runs out."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from sqlalchemy import Connection
 
+from kassa.clock import now_ms
 from kassa.storage.database import Database
+from kassa.storage.jobs import Lease
 
 T = TypeVar("T")
 log = logging.getLogger("kassa.engine")
 
+_IN_HAND_MAX = 32  # work handed over and not finished; beyond it, new work waits for a claim
+
 
 class Consumer:
-    """Claims work with ``claim`` (a unit of work) and handles each claimed item concurrently."""
+    """Claims work with ``claim`` (a unit of work) and handles each claimed item concurrently; takes work
+    handed over by this process while it runs."""
 
-    def __init__(self, db: Database, poll_interval: float) -> None:
+    def __init__(self, db: Database, poll_interval: float, kind: str, lease_seconds: float) -> None:
         self.db = db
         self.poll_interval = poll_interval
+        self.owner = f"{kind}-{uuid.uuid4().hex[:12]}"
+        self.lease_ms = int(lease_seconds * 1000)
         self.wakeup = asyncio.Event()
+        self._running = False
+        self._in_hand: set[asyncio.Task[None]] = set()
+
+    @property
+    def in_hand(self) -> int:
+        return len(self._in_hand)
+
+    def lease(self) -> Lease | None:
+        """A lease for work about to be written for this consumer, or None when it should wait for a claim
+        (the consumer is not running, or has enough in hand)."""
+        if not self._running or len(self._in_hand) >= _IN_HAND_MAX:
+            return None
+        return Lease(self.owner, now_ms() + self.lease_ms)
+
+    def _take(self, work: Callable[[], Awaitable[None]]) -> None:
+        """Runs work written leased to this consumer, now committed."""
+        if not self._running:  # stopping: the lease runs out and the work is claimed again
+            return
+        task = asyncio.get_running_loop().create_task(self._handled(work))
+        self._in_hand.add(task)
+        task.add_done_callback(self._in_hand.discard)
+
+    async def _handled(self, work: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await work()
+        except Exception:  # it stays leased and runs again when its lease ends
+            log.exception("handling handed-over work failed")
 
     def wake(self) -> None:
         """New work was committed in this process: look now rather than at the next poll."""
@@ -32,6 +71,19 @@ class Consumer:
         """Told on the event loop when a claim came back empty, before the loop waits."""
 
     async def consume(
+        self,
+        stop: asyncio.Event,
+        claim: Callable[[Connection], Sequence[T]],
+        handle: Callable[[T], Awaitable[None]],
+    ) -> None:
+        self._running = True
+        try:
+            await self._consume(stop, claim, handle)
+        finally:
+            self._running = False
+            await asyncio.gather(*self._in_hand, return_exceptions=True)
+
+    async def _consume(
         self,
         stop: asyncio.Event,
         claim: Callable[[Connection], Sequence[T]],

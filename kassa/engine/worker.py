@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -34,7 +33,6 @@ from kassa.vault.keys import Vault, cvv_context, pan_context
 log = logging.getLogger("kassa.worker")
 
 _BATCH = 32
-_HANDED_MAX = 32  # jobs handed over and not finished; beyond it, new jobs wait for the claim loop
 _MAX_ATTEMPTS = 5
 
 
@@ -66,44 +64,22 @@ class Worker(Consumer):
         config: WorkerConfig,
         callbacks: CallbackDispatcher | None = None,
     ) -> None:
-        super().__init__(db, config.poll_interval)
+        super().__init__(db, config.poll_interval, "worker", config.lease_seconds)
         self.callbacks = callbacks  # told of callbacks once committed, so they go out at once
         self.vault = vault
         self.processor = processor
         self.config = config
-        self.owner = f"worker-{uuid.uuid4().hex[:12]}"
-        self._running = False
-        self._handed: set[asyncio.Task[None]] = set()
 
     async def run(self, stop: asyncio.Event) -> None:
         log.info("worker started", extra={"worker": self.owner})
-        self._running = True
-        try:
-            await self.consume(stop, self._claim, self._run_job)
-        finally:
-            self._running = False
-            await asyncio.gather(*self._handed, return_exceptions=True)
-
-    @property
-    def in_hand(self) -> int:
-        return len(self._handed)
-
-    def lease(self) -> Lease | None:
-        """A lease for a job about to be written by this process, or None when it should wait for a claim."""
-        if not self._running or len(self._handed) >= _HANDED_MAX:
-            return None
-        return Lease(self.owner, now_ms() + int(self.config.lease_seconds * 1000))
+        await self.consume(stop, self._claim, self._run_job)
 
     def take(self, job: Job) -> None:
-        """Runs a job written leased to this worker, now committed."""
-        if not self._running:  # stopping: the lease runs out and the job is claimed again
-            return
-        task = asyncio.get_running_loop().create_task(self._run_job(job))
-        self._handed.add(task)
-        task.add_done_callback(self._handed.discard)
+        """Runs a job written leased to this worker (``lease``), now committed."""
+        self._take(lambda: self._run_job(job))
 
     def _claim(self, conn: Connection) -> list[Job]:
-        return job_queue.claim(conn, self.owner, now_ms(), int(self.config.lease_seconds * 1000), _BATCH)
+        return job_queue.claim(conn, self.owner, now_ms(), self.lease_ms, _BATCH)
 
     async def _run_job(self, job: Job) -> None:
         try:
