@@ -14,7 +14,7 @@ import orjson
 from sqlalchemy import Connection, and_, bindparam, exists, insert, select, update
 
 from kassa.domain.callbacks import callback_fields
-from kassa.storage.jobs import Lease
+from kassa.storage.jobs import Lease, lease_columns
 from kassa.storage.prepared import Prepared, Record
 from kassa.storage.tables import callback_attempts, callbacks, cards, endpoints, merchants, orders
 
@@ -87,19 +87,11 @@ def enqueue(
     for kind, url in targets:
         own = lease if starts_order and urls.count(url) == 1 else None
         row = {"order_id": order["id"], "tx_id": tx["id"], "kind": kind, "url": url, "fields": stored}
-        callback_id = _INSERT.scalar(conn, {**row, "now_ms": now_ms, **_lease_columns(own)})
+        callback_id = _INSERT.scalar(conn, {**row, "now_ms": now_ms, **lease_columns(own)})
         if own is not None:
             live = sender.mode == "live"
             handed.append(Due(callback_id, order["id"], url, fields, 0, order["merchant_id"], live, sender.control_key))
     return Queued(len(targets), handed)
-
-
-def _lease_columns(lease: Lease | None) -> dict[str, Any]:
-    return (
-        {"lease_owner": None, "lease_until_ms": None}
-        if lease is None
-        else {"lease_owner": lease.owner, "lease_until_ms": lease.until_ms}
-    )
 
 
 _CARD = Prepared(select(cards).where(cards.c.id == bindparam("card_id")))

@@ -119,9 +119,14 @@ def add(
 
 def leased(lease: Lease | None) -> dict[str, Any]:
     """The lease columns of a new job: claimed once by the lease's owner, or free."""
+    return {**lease_columns(lease), "attempts": 0 if lease is None else 1}
+
+
+def lease_columns(lease: Lease | None) -> dict[str, Any]:
+    """``lease_owner`` and ``lease_until_ms`` of a row (a job, a callback) written leased, or free."""
     if lease is None:
-        return {"attempts": 0, "lease_owner": None, "lease_until_ms": None}
-    return {"attempts": 1, "lease_owner": lease.owner, "lease_until_ms": lease.until_ms}
+        return {"lease_owner": None, "lease_until_ms": None}
+    return {"lease_owner": lease.owner, "lease_until_ms": lease.until_ms}
 
 
 def exists(conn: Connection, transaction_id: int, kind: str) -> bool:
