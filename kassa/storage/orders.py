@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +11,7 @@ from sqlalchemy import (
     BindParameter,
     ColumnElement,
     Connection,
+    Join,
     Label,
     Table,
     bindparam,
@@ -310,14 +311,19 @@ def _card_or_none(card: Row) -> Row | None:
     return card if card["id"] is not None else None
 
 
+def _with_order_and_card() -> Join:
+    """A transaction joined to its order and to the order's card (none until a hosted form collected it)."""
+    return transactions.join(orders, orders.c.id == transactions.c.order_id).outerjoin(
+        cards, cards.c.id == orders.c.card_id
+    )
+
+
 def _snapshot_query(*where: ColumnElement[bool]) -> Joined:
     """The order, each of its transactions and its card in one query (one round trip on PostgreSQL): a
     row per transaction, columns prefixed ``o_``, ``t_`` and ``c_``."""
-    columns = _labelled(_PARTS)
-    joined = orders.join(transactions, transactions.c.order_id == orders.c.id).outerjoin(
-        cards, cards.c.id == orders.c.card_id
+    return Joined(
+        select(*_labelled(_PARTS)).select_from(_with_order_and_card()).where(*where).order_by(transactions.c.id)
     )
-    return Joined(select(*columns).select_from(joined).where(*where).order_by(transactions.c.id))
 
 
 _SNAPSHOT_BY_ID = _snapshot_query(orders.c.id == bindparam("order_id"))
@@ -395,11 +401,8 @@ def load_transaction(conn: Connection, transaction_id: int) -> tuple[Record, Rec
 def _transaction_query(*, with_cvv: bool) -> Joined:
     """A transaction, its order and card (and the CVV kept for its authorization) in one query: columns
     prefixed ``t_``, ``o_``, ``c_`` (and ``s_``)."""
-    parts = [("t_", transactions), ("o_", orders), ("c_", cards)]
-    joined = transactions.join(orders, orders.c.id == transactions.c.order_id).outerjoin(
-        cards, cards.c.id == orders.c.card_id
-    )
-    columns = _labelled(parts)
+    joined = _with_order_and_card()
+    columns = _labelled([("t_", transactions), ("o_", orders), ("c_", cards)])
     if with_cvv:
         secret = transient_secrets.c.transaction_id == transactions.c.id
         joined = joined.outerjoin(transient_secrets, secret)
@@ -448,7 +451,7 @@ def record_outcome(
         return NOTHING_QUEUED
     sender = Sender(_card_or_none(row["c_"]), row["e_"]["descriptor"], row["e_"]["mode"], row["e_"]["control_key"])
     final_tx = {**tx, **changes, "updated_at_ms": now_ms}
-    return _enqueue_callbacks(conn, order, final_tx, now_ms, callback_lease, lambda: sender)
+    return _enqueue_callbacks(conn, order, final_tx, now_ms, callback_lease, sender)
 
 
 _LOCKED_ORDER_OF = Prepared(
@@ -464,8 +467,7 @@ def _outcome_context() -> Joined:
     """A transaction with what its callbacks need: the order's card, the endpoint's descriptor and mode and
     the merchant's control key; columns prefixed ``t_``, ``c_`` and ``e_``."""
     joined = (
-        transactions.join(orders, orders.c.id == transactions.c.order_id)
-        .outerjoin(cards, cards.c.id == orders.c.card_id)
+        _with_order_and_card()
         .join(endpoints, endpoints.c.id == orders.c.endpoint_id)
         .join(merchants, merchants.c.id == endpoints.c.merchant_id)
     )
@@ -520,13 +522,15 @@ def transaction(conn: Connection, transaction_id: int) -> Record:
 
 
 def _enqueue_callbacks(
-    conn: Connection, order: Record, tx: Record, now_ms: int, lease: Lease | None, sender: Callable[[], Sender]
+    conn: Connection, order: Record, tx: Record, now_ms: int, lease: Lease | None, sender: Sender | None
 ) -> Queued:
-    """``tx`` as it now stands in the database; ``sender`` is asked only when there is a callback to send."""
+    """``tx`` as it now stands in the database; without a ``sender`` at hand, it is read only when there
+    is a callback to send."""
     if not (order["server_callback_url"] or order["notify_url"]):
         return NOTHING_QUEUED
     starts_order = tx["tx_type"] == order["tx_type"]
-    return callback_store.enqueue(conn, order, tx, sender(), now_ms, starts_order=starts_order, lease=lease)
+    sender = sender or callback_store.sender_of(conn, order)
+    return callback_store.enqueue(conn, order, tx, sender, now_ms, starts_order=starts_order, lease=lease)
 
 
 def _post_approved(
@@ -578,7 +582,7 @@ def add_transaction(
     elif stage is Stage.APPROVED:
         _post_approved(conn, order, tx_id, tx_type, amount, now_ms)
         tx = _TRANSACTION.one(conn, {"tx_id": tx_id})
-        _enqueue_callbacks(conn, order, tx, now_ms, None, lambda: callback_store.sender_of(conn, order))
+        _enqueue_callbacks(conn, order, tx, now_ms, None, None)
     return tx_id
 
 
