@@ -85,7 +85,7 @@ async def _run(op: Operation, request: Request, services: Services, exchange: Ex
     values = validate(op.fields, form)
     verify(op, endpoint, path_id, form, values)
     await _guard_callback_targets(endpoint, values)
-    base = _base(services, request.scope["scheme"], headers.get("host") or request.url.netloc)
+    base = public_base(request, services, headers.get("host"))
     checked = OperationRequest(op, exchange.serial, endpoint, values, form, services, base)
     key = headers.get("idempotency-key")
     if key is None:
@@ -103,14 +103,12 @@ async def _answer(checked: OperationRequest, exchange: Exchange) -> Answer:
         return exchange.refusal(refusal)
 
 
-def public_base(request: Request, services: Services) -> str:
-    """Where customers reach the gateway: KASSA_PUBLIC_URL, else the address this request came to."""
-    host = request.headers.get("host") or request.url.netloc  # read directly: building request.url is slow
-    return _base(services, request.scope["scheme"], host)
-
-
-def _base(services: Services, scheme: str, host: str) -> str:
-    origin = services.settings.public_url or f"{scheme}://{host}"
+def public_base(request: Request, services: Services, host: str | None = None) -> str:
+    """Where customers reach the gateway: KASSA_PUBLIC_URL, else the address this request came to
+    (``host``: its Host header, when the caller has read it already)."""
+    # The Host header directly: building request.url is slow.
+    host = host or request.headers.get("host") or request.url.netloc
+    origin = services.settings.public_url or f"{request.scope['scheme']}://{host}"
     return origin.rstrip("/") + services.settings.prefix
 
 
