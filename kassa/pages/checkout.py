@@ -181,7 +181,7 @@ class Pages:
         """The ACS sends the CRes (2.x) or PaRes (1.0.2) back through the browser for gateway-hosted flows."""
         fields = await form_fields(request) or {}
         answer = fields.get("cres") or fields.get("PaRes") or fields.get("pares") or ""
-        acs_trans_id = message_value(answer, "acsTransID") or message_value(answer, "xid")
+        acs_trans_id = message_value(answer, "acsTransID", "xid")  # 2.x CRes, or 1.0.2 PaRes
         if acs_trans_id is None:
             return unknown_message()
         record, session = await self.services.db.read(lambda conn: record_and_checkout(conn, acs_trans_id))

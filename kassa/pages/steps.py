@@ -29,13 +29,14 @@ def acs_request(base: str, record: Record, tx: Record) -> tuple[str, dict[str, s
     return urls.acs_challenge(base), {"creq": tds.creq(record["server_trans_id"], record["acs_trans_id"])}
 
 
-def message_value(text: str, key: str) -> str | None:
-    """``key`` of a posted 3-D Secure message (base64url JSON: creq, cres, threeDSMethodData, PaReq,
-    PaRes); None when ``text`` is not such a message or lacks ``key``."""
+def message_value(text: str, *keys: str) -> str | None:
+    """The first of ``keys`` a posted 3-D Secure message (base64url JSON: creq, cres, threeDSMethodData,
+    PaReq, PaRes) gives a value; None when ``text`` is not such a message or has none of them."""
     try:
-        return str(tds.decode(text)[key])
-    except (tds.MessageError, KeyError):
+        message = tds.decode(text)
+    except tds.MessageError:
         return None
+    return next((str(message[key]) for key in keys if message.get(key)), None)
 
 
 def unknown_message() -> Response:
