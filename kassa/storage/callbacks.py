@@ -85,7 +85,7 @@ def enqueue(
     urls = [url for _, url in targets]
     handed = []
     for kind, url in targets:
-        own = lease if starts_order and urls.count(url) == 1 else None
+        own = lease if starts_order and _waits_for_none(url, urls) else None
         row = {"order_id": order["id"], "tx_id": tx["id"], "kind": kind, "url": url, "fields": stored}
         callback_id = _INSERT.scalar(conn, {**row, "now_ms": now_ms, **lease_columns(own)})
         if own is not None:
@@ -119,9 +119,16 @@ _INSERT = Prepared(
 )
 
 
+def _waits_for_none(url: str, urls: list[str]) -> bool:
+    """The claim's ordering rule (below) decided as the callbacks of an order's first transaction are
+    written: the order has no earlier callbacks, so one of them waits only for a sibling to the same URL."""
+    return urls.count(url) == 1
+
+
 def _claim_statement() -> Prepared:
     """Leases the due callbacks, oldest first, skipping any with an earlier pending one for the same
-    order and URL (one order's events reach a receiver in order)."""
+    order and URL (one order's events reach a receiver in order; ``_waits_for_none`` is the same rule for
+    callbacks handed over as they are written)."""
     earlier = callbacks.alias("earlier")
     blocked = exists().where(
         and_(
