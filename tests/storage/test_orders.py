@@ -96,15 +96,15 @@ def test_a_sale_started_without_a_lease_leaves_its_job_to_the_claim(db: Database
     started = db.write_sync(lambda conn: order_store.start_order(conn, _sale(merchant_id, endpoint_id, "o-1", "s-1")))
     assert started.job is None
     claimed = db.write_sync(lambda conn: job_queue.claim(conn, "worker-b", 2, 1000, 10))
-    assert [job.transaction_id for job in claimed] == [started_transaction(db, started.order_id)]
+    assert [job.transaction_id for job in claimed] == [_started_transaction(db, started.order_id)]
 
 
-def started_transaction(db: Database, order_id: int) -> int:
+def _started_transaction(db: Database, order_id: int) -> int:
     return db.read_sync(lambda conn: order_store.latest_transaction_id(conn, order_id))
 
 
 def _approve(db: Database, order_id: int, lease: Lease | None) -> callback_store.Queued:
-    tx_id = started_transaction(db, order_id)
+    tx_id = _started_transaction(db, order_id)
     outcome = order_store.Outcome(Stage.APPROVED, approval_code="123456")
     return db.write_sync(lambda conn: order_store.record_outcome(conn, tx_id, outcome, 5, lease))
 
