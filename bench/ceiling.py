@@ -13,7 +13,8 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import orjson
-import uvicorn
+
+from kassa.ops.processes import serve
 
 Message = dict[str, Any]
 CONTENT_TYPE = b"application/vnd.pay+json; charset=utf-8"
@@ -64,21 +65,6 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
     serve(app, args.host, args.port)
-
-
-def serve(asgi_app: Any, host: str, port: int) -> None:
-    """As ``kassa serve`` serves Kassa: uvicorn with uvloop and httptools, no access log."""
-    config = uvicorn.Config(
-        asgi_app,
-        host=host,
-        port=port,
-        loop="uvloop",
-        http="httptools",
-        log_config=None,
-        access_log=False,
-        lifespan="on",
-    )
-    uvicorn.Server(config).run()
 
 
 if __name__ == "__main__":

@@ -27,8 +27,9 @@ import orjson
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from bench.bodies import SALE_EMAIL
-from bench.ceiling import CONTENT_TYPE, Message, lifespan, read_body, serve
+from bench.ceiling import CONTENT_TYPE, Message, lifespan, read_body
 from kassa.domain import cards, money
+from kassa.ops.processes import serve
 from kassa.signing.control import control_of
 
 LOGIN, KEY, ENDPOINT_ID = "ceiling", "k" * 32, "1"

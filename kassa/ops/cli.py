@@ -82,8 +82,6 @@ def serve(host: str | None, port: int | None, worker_count: int | None, processe
     """Run the API and its job workers."""
     import socket
 
-    import uvicorn
-
     from kassa.api.app import create_app
     from kassa.ops import processes as supervisor
     from kassa.runtime import build_services
@@ -97,17 +95,7 @@ def serve(host: str | None, port: int | None, worker_count: int | None, processe
     workers = settings.workers if worker_count is None else worker_count
 
     def run(sockets: list[socket.socket] | None) -> None:
-        config = uvicorn.Config(
-            create_app(build_services(settings, workers)),
-            host=host,
-            port=port,
-            loop="uvloop",
-            http="httptools",
-            log_config=None,
-            access_log=False,
-            lifespan="on",
-        )
-        uvicorn.Server(config).run(sockets=sockets)
+        supervisor.serve(create_app(build_services(settings, workers)), host, port, sockets)
 
     if processes == 1:
         run(None)

@@ -18,8 +18,27 @@ import sys
 import traceback
 from collections.abc import Callable
 from types import FrameType
+from typing import Any
 
 _PR_SET_PDEATHSIG = 1
+
+
+def serve(app: Any, host: str, port: int, sockets: list[socket.socket] | None = None) -> None:
+    """Serves an ASGI app as every Kassa server process does (the benchmark's reference apps too):
+    uvicorn with uvloop and httptools, no access log (the gateway logs each request itself)."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        loop="uvloop",
+        http="httptools",
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+    )
+    uvicorn.Server(config).run(sockets=sockets)
 
 
 def listening_sockets(host: str, port: int, count: int) -> list[socket.socket]:
