@@ -13,8 +13,12 @@ def test_consecutive_draws_never_overlap() -> None:
     assert len(set(draws)) == len(draws)
 
 
-def test_uuid4_is_a_version_4_uuid() -> None:
-    assert uuid.UUID(randomness.uuid4()).version == 4
+def test_uuid4_is_a_version_4_rfc_4122_uuid_in_canonical_text() -> None:
+    for _ in range(200):  # every random bit pattern of the version and variant bytes is fixed up
+        text = randomness.uuid4()
+        parsed = uuid.UUID(text)
+        assert (parsed.version, parsed.variant) == (4, uuid.RFC_4122)
+        assert str(parsed) == text
 
 
 def test_forked_child_never_repeats_the_parents_bytes() -> None:
