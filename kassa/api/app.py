@@ -41,7 +41,7 @@ class OperationDispatch:
             found = self._operation(scope["path"]) if scope["method"] == "POST" else None
             if found is not None:
                 op, endpoint_id = found
-                answer = await handle(op, Request(scope, receive), self.services, endpoint_id)
+                answer = await handle(op, scope, receive, self.services, endpoint_id)
                 await answer.send(send)
                 return
         await self.fallback(scope, receive, send)
@@ -57,7 +57,7 @@ def _endpoint(op: Operation, services: Services) -> Callable[[Request], Awaitabl
     """The same operation as a Starlette route, for what the dispatch leaves to Starlette."""
 
     async def endpoint(request: Request) -> Response:
-        answer = await handle(op, request, services, request.path_params["endpoint_id"])
+        answer = await handle(op, request.scope, request.receive, services, request.path_params["endpoint_id"])
         return answer.response()
 
     return endpoint

@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 
 from starlette.requests import Request
+from starlette.types import Receive, Scope
 
 from kassa import randomness
 from kassa.api import idempotency
@@ -45,33 +46,30 @@ class Exchange:
         return render(fields, classic=self.classic, status=error.http_status, headers=error.headers)
 
 
-async def handle(op: Operation, request: Request, services: Services, path_id: str) -> Answer:
+async def handle(op: Operation, scope: Scope, receive: Receive, services: Services, path_id: str) -> Answer:
     exchange = Exchange(randomness.uuid4())
     token = serial_var.set(exchange.serial)
     started = time.perf_counter()
     try:
-        response = await _run(op, request, services, exchange, path_id)
+        response = await _run(op, scope, receive, services, exchange, path_id)
     except ApiError as refusal:
         response = exchange.refusal(refusal)
     except Exception:
         log.exception("request failed", extra={"operation": op.code})
         response = exchange.refusal(internal_error())
-    log.info(
-        "request",
-        extra={
-            "operation": op.code,
-            "http_status": response.status_code,
-            "ms": round((time.perf_counter() - started) * 1000, 2),
-        },
-    )
+    if log.isEnabledFor(logging.INFO):  # the fields cost as much as the check when nobody reads them
+        ms = round((time.perf_counter() - started) * 1000, 2)
+        log.info("request", extra={"operation": op.code, "http_status": response.status_code, "ms": ms})
     serial_var.reset(token)
     return response
 
 
-async def _run(op: Operation, request: Request, services: Services, exchange: Exchange, path_id: str) -> Answer:
+async def _run(
+    op: Operation, scope: Scope, receive: Receive, services: Services, exchange: Exchange, path_id: str
+) -> Answer:
     if op.handler is None:
         raise ApiError(Code.NOT_IMPLEMENTED, f"operation {op.code} is not implemented yet", http_status=501)
-    headers = request_headers(request)
+    headers = request_headers(scope)
     json_asked = wants_json(headers.get("accept", ""))
     endpoint = await _endpoint(services, path_id)
     if not json_asked and not (endpoint is not None and endpoint.speaks_classic):
@@ -79,18 +77,18 @@ async def _run(op: Operation, request: Request, services: Services, exchange: Ex
     exchange.classic = not json_asked  # known before the body is read: a classic client gets every refusal classic
     if endpoint is None or not endpoint.enabled:
         raise ApiError(Code.ENDPOINT, f"unknown or disabled endpoint {path_id}")
-    body = await read_body(request, headers.get("content-length", ""))
+    body = await read_body(receive, headers.get("content-length", ""))
     form = _canonical_form(op, parse_form(body))
     exchange.client_orderid = form.get("client_orderid") or None
     values = validate(op.fields, form)
     verify(op, endpoint, path_id, form, values)
     await _guard_callback_targets(endpoint, values)
-    base = public_base(request, services, headers.get("host"))
+    base = base_url(services, scope["scheme"], headers.get("host") or Request(scope).url.netloc)
     checked = OperationRequest(op, exchange.serial, endpoint, values, form, services, base)
     key = headers.get("idempotency-key")
     if key is None:
         return await _answer(checked, exchange)
-    digest = idempotency.request_hash(request.url.path, body)
+    digest = idempotency.request_hash(scope["path"], body)
     return await idempotency.run_once(services, endpoint.merchant.id, key, digest, lambda: _answer(checked, exchange))
 
 
@@ -103,12 +101,15 @@ async def _answer(checked: OperationRequest, exchange: Exchange) -> Answer:
         return exchange.refusal(refusal)
 
 
-def public_base(request: Request, services: Services, host: str | None = None) -> str:
-    """Where customers reach the gateway: KASSA_PUBLIC_URL, else the address this request came to
-    (``host``: its Host header, when the caller has read it already)."""
-    # The Host header directly: building request.url is slow.
-    host = host or request.headers.get("host") or request.url.netloc
-    origin = services.settings.public_url or f"{request.scope['scheme']}://{host}"
+def public_base(request: Request, services: Services) -> str:
+    """Where customers reach the gateway: KASSA_PUBLIC_URL, else the address this request came to."""
+    # The Host header directly: building request.url is slow, and needed only without one (HTTP/1.0).
+    return base_url(services, request.scope["scheme"], request.headers.get("host") or request.url.netloc)
+
+
+def base_url(services: Services, scheme: str, host: str) -> str:
+    """KASSA_PUBLIC_URL, else ``scheme://host``, with the API prefix."""
+    origin = services.settings.public_url or f"{scheme}://{host}"
     return origin.rstrip("/") + services.settings.prefix
 
 

@@ -25,7 +25,7 @@ def see_other(url: str) -> Response:
 async def form_fields(request: Request) -> dict[str, str] | None:
     """The posted form, first value per name, or None when the body is unreadable."""
     try:
-        pairs = parse_form(await read_body(request, request.headers.get("content-length", "")))
+        pairs = parse_form(await read_body(request.receive, request.headers.get("content-length", "")))
     except ApiError:
         return None
     fields: dict[str, str] = {}

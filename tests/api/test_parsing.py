@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
+from typing import Any
 from urllib.parse import parse_qsl
 
 import pytest
 
 from kassa.api.errors import ApiError
-from kassa.api.parsing import parse_form
+from kassa.api.parsing import MAX_BODY, parse_form, read_body
 
 
 def _stdlib(body: bytes) -> list[tuple[str, str]]:
@@ -40,3 +42,33 @@ def test_form_pairs_match_parse_qsl_on_random_bodies() -> None:
 def test_invalid_utf8_escape_is_refused() -> None:
     with pytest.raises(ApiError, match="not UTF-8 form data"):
         parse_form(b"name=%FF")
+
+
+def _receive(*messages: dict[str, Any]) -> Any:
+    queue = list(messages)
+
+    async def receive() -> dict[str, Any]:
+        return queue.pop(0)
+
+    return receive
+
+
+def test_body_is_joined_from_its_chunks() -> None:
+    chunks = _receive(
+        {"type": "http.request", "body": b"a=1&", "more_body": True},
+        {"type": "http.request", "body": b"b=2", "more_body": False},
+    )
+    assert asyncio.run(read_body(chunks, "7")) == b"a=1&b=2"
+
+
+def test_body_cut_short_by_a_disconnect_is_refused_not_parsed() -> None:
+    chunks = _receive({"type": "http.request", "body": b"amount=10", "more_body": True}, {"type": "http.disconnect"})
+    with pytest.raises(ApiError, match="ended early"):
+        asyncio.run(read_body(chunks, "13"))
+
+
+@pytest.mark.parametrize("declared", ["", str(MAX_BODY + 1)])
+def test_body_larger_than_the_limit_is_refused_declared_or_not(declared: str) -> None:
+    chunks = _receive(*[{"type": "http.request", "body": b"x" * 1024, "more_body": True}] * 80)
+    with pytest.raises(ApiError, match="larger than"):
+        asyncio.run(read_body(chunks, declared))
