@@ -64,7 +64,8 @@ def test_start_order_writes_order_transaction_card_cvv_and_job(db: Database) -> 
     assert [_count(db, t) for t in (orders, transactions, cards, transient_secrets, jobs)] == [1, 1, 1, 1, 1]
     snapshot = db.read_sync(lambda conn: order_store.find_order(conn, [endpoint_id], started.order_id, None))
     assert snapshot is not None and snapshot.card is not None
-    assert snapshot.card["pan_ciphertext"] == b"ciphertext"
+    assert db.read_sync(lambda conn: conn.execute(select(cards.c.pan_ciphertext)).scalar_one()) == b"ciphertext"
+    assert snapshot.card["last_four"] == "1111" and "pan_ciphertext" not in snapshot.card  # reports carry no PAN
     assert snapshot.order["amount"] == 1042
 
 
