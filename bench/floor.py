@@ -3,8 +3,10 @@
 A sale: parse the form, check the SHA-1 ``control``, validate the card (Luhn, expiry, CVV), encrypt PAN
 and CVV with AES-GCM, write one order row durably (SQLite, WAL, ``synchronous=FULL``, one writer thread
 with group commit, as Kassa does), answer. A status call: parse, check ``control``, read the order by
-key on the event loop's thread, answer. No framework, no operations table, no second row, no job. The
-amount, the Luhn check and the control are Kassa's own functions (``kassa.domain``, ``kassa.signing``).
+key on the event loop's thread, answer every field CONTRACT §5 gives a status-response of a card sale
+(order, transaction and card, formatted as Kassa formats them). The order is one row holding all of it:
+no join, no framework, no operations table, no second row, no job. The amount and its formatting, the
+Luhn check, the control and the serial number are Kassa's own functions.
 
 Whatever Kassa does beyond this is what its features cost; what this app cannot reach, no Python
 implementation of the same durable work on this server can. Run: ``python -m bench.floor --port P
@@ -20,6 +22,7 @@ import os
 import queue
 import sqlite3
 import threading
+import time
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -28,6 +31,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from bench.bodies import SALE_EMAIL
 from bench.ceiling import CONTENT_TYPE, Message, lifespan, read_body
+from kassa import randomness
 from kassa.domain import cards, money
 from kassa.ops.processes import serve
 from kassa.signing.control import control_of
@@ -36,8 +40,18 @@ LOGIN, KEY, ENDPOINT_ID = "ceiling", "k" * 32, "1"
 _USD = money.currency("USD")
 _SCHEMA = """CREATE TABLE IF NOT EXISTS orders (
     id INTEGER PRIMARY KEY, client_orderid TEXT UNIQUE NOT NULL, amount INTEGER NOT NULL,
-    email TEXT NOT NULL, pan BLOB NOT NULL, cvv BLOB NOT NULL, status TEXT NOT NULL)"""
-_INSERT = "INSERT INTO orders (client_orderid, amount, email, pan, cvv, status) VALUES (?, ?, ?, ?, ?, 'processing')"
+    email TEXT NOT NULL, pan BLOB NOT NULL, cvv BLOB NOT NULL, status TEXT NOT NULL,
+    serial TEXT NOT NULL, bin TEXT NOT NULL, last_four TEXT NOT NULL, brand TEXT NOT NULL,
+    exp_month INTEGER NOT NULL, exp_year INTEGER NOT NULL, holder TEXT NOT NULL, updated_ms INTEGER NOT NULL,
+    captured INTEGER NOT NULL DEFAULT 0, refunded INTEGER NOT NULL DEFAULT 0,
+    approval_code TEXT, rrn TEXT, processor_tx_id TEXT)"""
+_INSERT = """INSERT INTO orders (client_orderid, amount, email, pan, cvv, status, serial, bin, last_four, brand,
+    exp_month, exp_year, holder, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+_SEED = _INSERT.replace("updated_ms)", "updated_ms, captured, approval_code, rrn, processor_tx_id)").replace(
+    "?)", "?, ?, ?, ?, ?)"
+)
+_STATUS = """SELECT id, client_orderid, amount, email, status, bin, last_four, brand, exp_month, exp_year, holder,
+    updated_ms, captured, refunded, approval_code, rrn, processor_tx_id FROM orders WHERE id = ?"""
 
 
 class Writer:
@@ -95,17 +109,54 @@ class Floor:
             return {"type": "validation-error", "error-message": "card"}
         pan_ct = self.aead.encrypt(os.urandom(12), pan.encode(), None)
         cvv_ct = self.aead.encrypt(os.urandom(12), cvv.encode(), None)
-        row = (fields["client_orderid"], amount, fields.get("email", SALE_EMAIL), pan_ct, cvv_ct)
-        order_id = await self.writer.insert(row)
+        brand = cards.brand_of(pan)
+        card = (
+            pan[:6],
+            pan[-4:],
+            brand.value if brand else "",
+            int(fields["expire_month"]),
+            int(fields["expire_year"]),
+        )
+        serial = randomness.uuid4()
+        row = (fields["client_orderid"], amount, fields.get("email", SALE_EMAIL), pan_ct, cvv_ct, "processing", serial)
+        order_id = await self.writer.insert((*row, *card, fields.get("card_printed_name", ""), time.time_ns() // 10**6))
         return {"type": "async-response", "paynet-order-id": str(order_id), "status": "processing"}
 
     def status(self, fields: dict[str, str]) -> dict[str, Any]:
         if not hmac.compare_digest(control_of([LOGIN, fields["orderid"]], KEY), fields["control"]):
             return {"type": "validation-error", "error-message": "control"}
-        found = self.reader.execute("SELECT * FROM orders WHERE id = ?", (int(fields["orderid"]),)).fetchone()
+        found = self.reader.execute(_STATUS, (int(fields["orderid"]),)).fetchone()
         if found is None:
             return {"type": "validation-error", "error-message": "orderid"}
-        return {"type": "status-response", "paynet-order-id": str(found[0]), "amount": found[2], "status": found[6]}
+        order_id, client_orderid, amount, email, stage = found[:5]
+        bin_, last_four, brand, month, year, holder, updated_ms = found[5:12]
+        status = "processing" if stage.startswith("3d") else stage
+        answer = {
+            "type": "status-response",
+            "serial-number": randomness.uuid4(),
+            "status": status,
+            "merchant-order-id": client_orderid,
+            "paynet-order-id": str(order_id),
+            "transaction-type": "sale",
+            "order-stage": f"sale_{stage}",
+            "amount": money.format_amount(amount, _USD),
+            "currency": "USD",
+            "end-point-id": ENDPOINT_ID,
+            "initial-amount": money.format_amount(amount, _USD),
+            "captured-amount": money.format_amount(found[12], _USD),
+            "refunded-amount": money.format_amount(found[13], _USD),
+            "paynet-processing-date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(updated_ms // 1000)),
+            "bin": bin_,
+            "last-four-digits": last_four,
+            "card-exp-month": f"{month:02d}",
+            "card-exp-year": str(year),
+            "cardholder-name": holder,
+            "card-type": brand,
+            "email": email,
+        }
+        optional = {"approval-code": found[14], "processor-rrn": found[15], "processor-tx-id": found[16]}
+        answer.update({name: value for name, value in optional.items() if value})
+        return answer
 
     async def __call__(self, scope: Message, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -120,10 +171,13 @@ class Floor:
 
 
 def seed(path: str, count: int) -> None:
+    """``count`` approved sales, as the sandbox leaves them (captured, with approval code and RRN)."""
     conn = _connect(path)
-    rows = [(f"seed-{n}", 1042, SALE_EMAIL, b"x" * 32, b"y" * 19) for n in range(count)]
+    card = ("411111", "1111", "VISA", 12, 2030, "Jane Doe", time.time_ns() // 10**6)
+    row = (1042, SALE_EMAIL, b"x" * 32, b"y" * 19, "approved", "00000000-0000-4000-8000-000000000000", *card)
+    processed = (1042, "123456", "000000000001", "sandbox-1")
     with conn:
-        conn.executemany(_INSERT, rows)
+        conn.executemany(_SEED, [(f"seed-{n}", *row, *processed) for n in range(count)])
     conn.close()
 
 
