@@ -41,6 +41,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--e2e-rate", type=float, default=1000, help="end to end: sales per second (default 1000)")
     parser.add_argument("--e2e-duration", type=float, default=60, help="end to end: seconds of load (default 60)")
     parser.add_argument(
+        "--e2e-sustained-rate",
+        type=float,
+        default=200,
+        help="end to end: PostgreSQL runs again at this rate, one it keeps up with here (default 200; 0: no)",
+    )
+    parser.add_argument(
         "--e2e-grace", type=float, default=30, help="end to end: seconds to wait for the last callbacks (default 30)"
     )
     parser.add_argument(
@@ -84,6 +90,7 @@ def options(args: argparse.Namespace) -> Options:
         e2e_rate=args.e2e_rate,
         e2e_duration=min(args.e2e_duration, 5) if args.quick else args.e2e_duration,
         e2e_grace=args.e2e_grace,
+        e2e_sustained_rate=args.e2e_sustained_rate,
         small_orders=args.small_orders,
         big_orders=min(args.big_orders, 100_000) if args.quick else args.big_orders,
     )
@@ -107,7 +114,8 @@ def settings_text(o: Options) -> str:
     return (
         f"Settings: {o.duration:g} s measured per scenario after a {o.warmup:g} s warm-up, {o.connections} "
         f"connections, {o.seed_orders} orders polled by the status runs, {pinning}. End to end: "
-        f"{o.e2e_rate:,.0f} sales/s for {o.e2e_duration:g} s, {o.e2e_grace:g} s grace for callbacks. Bulk: "
+        f"{o.e2e_rate:,.0f} sales/s for {o.e2e_duration:g} s, {o.e2e_grace:g} s grace for callbacks"
+        f"{f' (PostgreSQL also at {o.e2e_sustained_rate:,.0f}/s)' if o.e2e_sustained_rate else ''}. Bulk: "
         f"{o.small_orders:,} then {o.big_orders:,} stored orders. Scenarios: {', '.join(o.scenarios)}."
     )
 

@@ -36,7 +36,7 @@ OTHERS_BUSY = 0.15
 def _cells(row: Row, rows: Sequence[Row]) -> tuple[str, ...]:
     r = row.result
     ceiling_rps = rows[0].result.rps if rows else 0.0
-    ratio = f"{r.rps / ceiling_rps:.2f}" if ceiling_rps and row.kind != "e2e" else "-"
+    ratio = f"{r.rps / ceiling_rps:.2f}" if ceiling_rps and not row.kind.startswith("e2e") else "-"
     rss = " + ".join(f"{kib / 1024:.0f}" for kib in row.rss_each_kib or (row.rss_kib,))
     return (
         row.name,
@@ -87,7 +87,7 @@ def notes(rows: Sequence[Row], facts: Sequence[str] = ()) -> list[str]:
             found.append(f"{row.name}: the body list was replayed {r.wraps} more time(s), so some requests repeated")
         if r.generator_cpu > GENERATOR_BUSY:
             found.append(f"{row.name}: the load generator used {r.generator_cpu:.0%} of its core and may be the limit")
-        if row.server_cpu < SERVER_IDLE and row.kind not in ("e2e", "peer"):
+        if row.server_cpu < SERVER_IDLE and row.kind not in ("e2e", "e2e-sustained", "peer"):
             found.append(
                 f"{row.name}: the server process used only {row.server_cpu:.0%} of its core: it waits on something"
                 " other than its own CPU (database, locks, fsync)"

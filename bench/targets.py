@@ -76,6 +76,8 @@ def cell(row: Row, rows: Sequence[Row]) -> str:
     if row.kind == "e2e":
         ok = row.result.p99_ms <= E2E_P99_MS and row.lost == 0
         return f"p99 <= {E2E_P99_MS:.0f} ms, 0 lost: {row.result.p99_ms:,.0f} ms, {row.lost:,} lost, {_met(ok)}"
+    if row.kind == "e2e-sustained":
+        return f"reference, below overload: p99 {row.result.p99_ms:,.0f} ms, {row.lost:,} lost"
     if row.kind == "bulk-small":
         return "reference of the next row"
     if row.kind == "bulk-big":
