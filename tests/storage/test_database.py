@@ -91,3 +91,23 @@ def test_sqlite_read_by_key_runs_on_the_loop_or_in_the_reader_pool_as_configured
         db.close()
     assert found == created
     assert ran_on.startswith(thread)
+
+
+def test_sqlite_reads_on_the_loop_keep_a_page_cache_of_32_mib_and_other_connections_the_default(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'kassa.db'}"
+    upgrade(url)
+    db = open_database(url)
+
+    def cache_size(conn: Connection) -> int:
+        return int(conn.exec_driver_sql("PRAGMA cache_size").scalar_one())
+
+    async def run() -> tuple[int, int]:
+        return await db.read_point(cache_size), await db.read(cache_size)
+
+    try:
+        on_the_loop, in_the_pool = asyncio.run(run())
+    finally:
+        db.close()
+    assert (on_the_loop, in_the_pool) == (-32 * 1024, -2000)  # negative: KiB
