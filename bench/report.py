@@ -318,9 +318,12 @@ status-response from one row, costs 24-27 µs in process against Kassa's 57 µs 
 session). So a status path reaches 0.7x only if it is the floor: one row read and the answer, with no
 operations table, no field validation and no join. Kassa's read alone, the order joined to its
 transactions and card, costs 9 µs in `sqlite3` against 6.5 µs for one row, and the status fields it
-formats (amounts, stage, card, timestamp) about 14 µs. Getting there would need a status row per order
-rewritten in the transaction of every change, with a path around the pipeline. We chose not to: a stale
-or wrong status is a worse failure for a gateway than 0.4x of a trivial app's throughput.
+formats (amounts, stage, card, timestamp) about 14 µs. The pipeline every operation goes through
+(body and headers, endpoint, field validation, control, serial number, logging context, the refusal
+handling) takes about 30% of the call, some 17 µs. So even a status row per order, rewritten in the
+transaction of every change and read without a join, would leave under 10 µs for the read and the
+answer: 0.7x needs a path around the operations table. We keep one validating path for every request;
+a status answered wrong or unchecked is a worse failure for a gateway than 0.4x of a trivial app.
 
 The sale's floor (one row, no job, no fingerprint, no duplicate check) ran at 0.50x, 0.57x, 0.65x and
 0.68x the ceiling in the short runs of this session: the 0.5x target sits at the floor itself, and Kassa
@@ -356,6 +359,13 @@ The price of reading in place: a page that is in neither SQLite's cache nor the 
 event loop for one disk read. It shows at 10 million orders, right after they were generated. One full
 run gave a p99 of 118 ms (5.55x the 10-thousand run); a rerun of the same scenario gave 27.9 ms (1.18x).
 A database much larger than memory should run on PostgreSQL, whose reads go through a pool.
+Later on 2026-11-23 the full run gave 1.74x (10.3 -> 18.0 ms, 8,924 -> 5,700 req/s): the 10-million
+database is several GB, in the OS's cache but not in SQLite's 2 MiB page cache, so each status call
+read the index pages of three tables again through system calls. The connection that reads by key on
+the loop now keeps a 32 MiB page cache (`storage/database.py`, `_POINT_READ_CACHE_KIB`): in the same
+scenario, 6,399 req/s and p99 14.2 ms at 10 million (1.42x), RSS 116 MiB. SQLite's `mmap_size` (4 GiB)
+was tried first and not adopted: no faster at 3 million orders, and the mapped pages counted in RSS
+(1,823 MiB).
 
 **End to end, SQLite.** From request to callback, one sale makes durable commits one after the other,
 and each waits for the writer's current group commit (an fsync) to end before its own. Until 2026-11-22
@@ -382,6 +392,14 @@ of 2,410 ms. Now it needs two:
 - At 1,000 sales/s the server's core is still about 95% busy (the sale's API path, loading and
   decrypting, the sandbox, the GET, the writer's statements): the p99 holds because no sale waits for
   more than two commits, not because there is CPU to spare.
+- That margin is too thin to hold on every run. Later on 2026-11-23 three runs at 1,000/s for 60 s
+  missed: p99 2,886 ms (the full run), 659 ms and 289 ms (40 s), all with 0 lost and the server 88-92%
+  busy; the commit this work started from, run the same hour, gave 216 ms. With no WAL checkpoints at all
+  (`wal_autocheckpoint=0` on the writer) it was 252 ms, so checkpoints are not the cause: bursts on a
+  core with nothing to spare are. Where the interpreter's time goes at 1,000/s (py-spy `--gil`): the API
+  path 36% (uvicorn included), callback delivery 27% (aiohttp's GET 15-20%), the worker's processing
+  13%, the writer thread 4%, the event loop the rest. Meeting the target on every run needs that CPU cut
+  by about a fifth.
 
 **PostgreSQL: about 600 µs of CPU per accepted sale** in the server process (830 µs before the two
 changes below), against 280 on SQLite. A wall-clock profile of the server showed its threads waiting on
