@@ -279,7 +279,8 @@ ceiling, it reached 0.67-0.69x the ceiling for sales (13,500-14,400 req/s, about
 1.16-1.18x for status (status bodies are shorter than the ceiling's sale body), in two runs. So the targets
 are not out of reach of a Python server doing durable work on this machine: Kassa spends three to four
 times the floor. (That floor answered four fields; the per-request budget below redoes the comparison
-with a floor that gives the full status-response, and finds the targets beyond Kassa's design.) Where, from the `--gil` profile of the status run (share of the interpreter's time):
+with a floor that gives the full status-response, and finds the targets beyond Kassa's design.)
+Where, from the `--gil` profile of the status run (share of the interpreter's time):
 - the order read, 24%: the statement itself 13%, SQLAlchemy's transaction around it (begin, the `BEGIN`
   event, commit) about 6%, building dicts from the joined rows the rest;
 - the response, about 30%: Starlette's `Response` with its header objects 14%, uvicorn's `send` 17%;
