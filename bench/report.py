@@ -441,6 +441,9 @@ attempt, plus the authorization read); PostgreSQL's session activity during the 
   loop contend for the interpreter lock. Measured and not adopted, at 300/s in 20 s runs: a shorter GIL
   switch interval (0.5 ms) changed nothing (p99 505 ms against 431 ms), nor faster polling (807 ms), and
   4, 8 and 16 unit threads gave 194, 1,097 and 431 ms: noise near capacity, no setting that fixes it.
+  At 200/s in 30 s runs, 4 threads gave p99 33 ms and then 100 ms, 16 threads 130 ms in the same
+  hour: fewer threads may shorten the tail, but not reliably enough to trade the throughput that 16
+  threads bought at 1,000/s.
 - What would change it, at the storage runner's seam (`kassa/storage/database.py`): an async driver on
   the event loop (psycopg's AsyncConnection or asyncpg) instead of a pool of threads contending for the
   GIL, pipelining the statements of a unit, and PostgreSQL on a core of its own.
