@@ -7,39 +7,12 @@ import os
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 
 import httpx
 
-from tests.support.gateway import JSON_ACCEPT, Gateway, new_merchant
+from tests.support.gateway import ESTABLISHED, JSON_ACCEPT, Gateway, children_of, new_merchant, sockets_on
 
 CONNECTIONS = 24
-
-
-def children_of(pid: int) -> list[int]:
-    found = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(child) for child in (task / "children").read_text().split()]
-    return found
-
-
-def established_on(pid: int, port: int) -> int:
-    """Established TCP connections on local ``port`` whose socket process ``pid`` holds."""
-    inodes = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = os.readlink(fd)
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
-    count = 0
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        fields = line.split()
-        local_port = int(fields[1].rsplit(":", 1)[1], 16)
-        if local_port == port and fields[3] == "01" and fields[9] in inodes:
-            count += 1
-    return count
 
 
 def alive(pid: int) -> bool:
@@ -64,7 +37,7 @@ def test_two_processes_serve_one_port(gateway_factory: Callable[..., Gateway]) -
             answer = client.post(f"{gateway.base}/api/v2/sale/{merchant.endpoint_id}", data=fields, headers=JSON_ACCEPT)
             assert answer.status_code == 200, answer.text
             orderids.append(answer.json()["paynet-order-id"])
-        per_child = [established_on(child, gateway.port) for child in children]
+        per_child = [sockets_on([child], gateway.port, ESTABLISHED) for child in children]
     finally:
         for client in clients:
             client.close()

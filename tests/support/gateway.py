@@ -4,6 +4,7 @@ client that signs requests the way merchant code does."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import os
@@ -28,6 +29,45 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+LISTEN, ESTABLISHED = "0A", "01"  # TCP states as /proc/net/tcp writes them
+
+
+def sockets_on(pids: list[int], port: int, state: str) -> int:
+    """TCP sockets in ``state`` on local ``port`` that any of ``pids`` holds (from /proc: the processes'
+    socket inodes against the kernel's TCP tables)."""
+    inodes = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for descriptor in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    target = os.readlink(descriptor)
+                    if target.startswith("socket:["):
+                        inodes.add(target[len("socket:[") : -1])
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            columns = line.split()
+            local, found_state, inode = columns[1], columns[3], columns[9]
+            count += found_state == state and int(local.rsplit(":", 1)[1], 16) == port and inode in inodes
+    return count
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
+def _answers(url: str) -> bool:
+    try:
+        httpx.get(url, timeout=1)
+    except httpx.TransportError:
+        return False
+    return True
 
 
 def sha1(*parts: object) -> str:
@@ -65,6 +105,16 @@ class Gateway:
         return f"http://127.0.0.1:{self.port}/paynet"
 
     def start(self, *args: str) -> Gateway:
+        """Starts the gateway and waits until it answers. Tests run in parallel, so another process may
+        take the port between its pick and the gateway's bind: then the gateway starts on a new one."""
+        for _ in range(3):
+            if self._started(args):
+                return self
+            self.port = free_port()
+        raise RuntimeError("no free port for the gateway after three tries")
+
+    def _started(self, args: tuple[str, ...]) -> bool:
+        """True once this gateway answers on its port; False if the port was taken."""
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
             [KASSA, "serve", "--port", str(self.port), *args], env=self.env, stdout=log, stderr=log
@@ -72,12 +122,15 @@ class Gateway:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
+                if "address already in use" in self.log_path.read_text():
+                    return False
                 raise RuntimeError(f"gateway exited: {self.log_path.read_text()[-2000:]}")
-            try:
-                httpx.get(f"{self.base}/openapi.json", timeout=1)
-                return self
-            except httpx.TransportError:
-                time.sleep(0.05)
+            # Whether the socket is this gateway's (with --processes, its children's) before asking: another
+            # server may be on the port.
+            pids = [self.process.pid, *children_of(self.process.pid)]
+            if sockets_on(pids, self.port, LISTEN) and _answers(f"{self.base}/openapi.json"):
+                return True
+            time.sleep(0.05)
         raise RuntimeError("gateway did not start")
 
     def stop(self) -> None:
