@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import time
-
 from kassa.api.context import OperationRequest, Reply
 from kassa.api.errors import ApiError, Code, field_error
+from kassa.clock import date_time_text
 from kassa.domain import money
 from kassa.domain.lifecycle import Stage, TxType, order_stage, status_of
 from kassa.pages import urls
@@ -93,7 +92,7 @@ def _status_fields(req: OperationRequest, snapshot: OrderSnapshot, tx: Record) -
         "initial-amount": money.format_amount(order["amount"], cur),
         "captured-amount": money.format_amount(state.captured, cur),
         "refunded-amount": money.format_amount(state.refunded, cur),
-        "paynet-processing-date": _timestamp(tx["updated_at_ms"]),
+        "paynet-processing-date": date_time_text(tx["updated_at_ms"]),
     }
     if card is not None:
         reply.update(_card_fields(card))
@@ -120,7 +119,3 @@ def _card_fields(card: Record) -> Reply:
         "card-type": card["brand"] or "",
     }
     return {name: value for name, value in fields.items() if value}
-
-
-def _timestamp(ms: int) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms // 1000))  # a third of datetime's cost
