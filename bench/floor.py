@@ -4,9 +4,9 @@ A sale: parse the form, check the SHA-1 ``control``, validate the card (Luhn, ex
 and CVV with AES-GCM, write one order row durably (SQLite, WAL, ``synchronous=FULL``, one writer thread
 with group commit, as Kassa does), answer. A status call: parse, check ``control``, read the order by
 key on the event loop's thread, answer every field CONTRACT §5 gives a status-response of a card sale
-(order, transaction and card, formatted as Kassa formats them). The order is one row holding all of it:
-no join, no framework, no operations table, no second row, no job. The amount and its formatting, the
-Luhn check, the control and the serial number are Kassa's own functions.
+(order, transaction and card). The order is one row holding all of it: no join, no framework, no
+operations table, no second row, no job. The amount and its formatting, status and order stage, the
+date, the Luhn check, the control and the serial number are Kassa's own functions.
 
 Whatever Kassa does beyond this is what its features cost; what this app cannot reach, no Python
 implementation of the same durable work on this server can. Run: ``python -m bench.floor --port P
@@ -22,7 +22,6 @@ import os
 import queue
 import sqlite3
 import threading
-import time
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -32,7 +31,9 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from bench.bodies import SALE_EMAIL
 from bench.ceiling import CONTENT_TYPE, Message, lifespan, read_body
 from kassa import randomness
+from kassa.clock import date_time_text, now_ms
 from kassa.domain import cards, money
+from kassa.domain.lifecycle import Stage, TxType, order_stage, status_of
 from kassa.ops.processes import serve
 from kassa.signing.control import control_of
 
@@ -47,9 +48,9 @@ _SCHEMA = """CREATE TABLE IF NOT EXISTS orders (
     approval_code TEXT, rrn TEXT, processor_tx_id TEXT)"""
 _INSERT = """INSERT INTO orders (client_orderid, amount, email, pan, cvv, status, serial, bin, last_four, brand,
     exp_month, exp_year, holder, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
-_SEED = _INSERT.replace("updated_ms)", "updated_ms, captured, approval_code, rrn, processor_tx_id)").replace(
-    "?)", "?, ?, ?, ?, ?)"
-)
+_SEED = """INSERT INTO orders (client_orderid, amount, email, pan, cvv, status, serial, bin, last_four, brand,
+    exp_month, exp_year, holder, updated_ms, captured, approval_code, rrn, processor_tx_id)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 _STATUS = """SELECT id, client_orderid, amount, email, status, bin, last_four, brand, exp_month, exp_year, holder,
     updated_ms, captured, refunded, approval_code, rrn, processor_tx_id FROM orders WHERE id = ?"""
 
@@ -105,21 +106,16 @@ class Floor:
         if not hmac.compare_digest(expected, fields["control"]):
             return {"type": "validation-error", "error-message": "control"}
         pan, cvv = fields["credit_card_number"], fields["cvv2"]
-        if not (cards.luhn_valid(pan) and cvv.isdigit() and 1 <= int(fields["expire_month"]) <= 12):
+        month, year = int(fields["expire_month"]), int(fields["expire_year"])
+        if not (cards.luhn_valid(pan) and cvv.isdigit() and 1 <= month <= 12):
             return {"type": "validation-error", "error-message": "card"}
         pan_ct = self.aead.encrypt(os.urandom(12), pan.encode(), None)
         cvv_ct = self.aead.encrypt(os.urandom(12), cvv.encode(), None)
         brand = cards.brand_of(pan)
-        card = (
-            pan[:6],
-            pan[-4:],
-            brand.value if brand else "",
-            int(fields["expire_month"]),
-            int(fields["expire_year"]),
-        )
+        card = (pan[:6], pan[-4:], brand.value if brand else "", month, year)
         serial = randomness.uuid4()
         row = (fields["client_orderid"], amount, fields.get("email", SALE_EMAIL), pan_ct, cvv_ct, "processing", serial)
-        order_id = await self.writer.insert((*row, *card, fields.get("card_printed_name", ""), time.time_ns() // 10**6))
+        order_id = await self.writer.insert((*row, *card, fields.get("card_printed_name", ""), now_ms()))
         return {"type": "async-response", "paynet-order-id": str(order_id), "status": "processing"}
 
     def status(self, fields: dict[str, str]) -> dict[str, Any]:
@@ -128,24 +124,24 @@ class Floor:
         found = self.reader.execute(_STATUS, (int(fields["orderid"]),)).fetchone()
         if found is None:
             return {"type": "validation-error", "error-message": "orderid"}
-        order_id, client_orderid, amount, email, stage = found[:5]
+        order_id, client_orderid, amount, email = found[:4]
+        stage = Stage(found[4])
         bin_, last_four, brand, month, year, holder, updated_ms = found[5:12]
-        status = "processing" if stage.startswith("3d") else stage
         answer = {
             "type": "status-response",
             "serial-number": randomness.uuid4(),
-            "status": status,
+            "status": status_of(stage).value,
             "merchant-order-id": client_orderid,
             "paynet-order-id": str(order_id),
             "transaction-type": "sale",
-            "order-stage": f"sale_{stage}",
+            "order-stage": order_stage(TxType.SALE, stage),
             "amount": money.format_amount(amount, _USD),
             "currency": "USD",
             "end-point-id": ENDPOINT_ID,
             "initial-amount": money.format_amount(amount, _USD),
             "captured-amount": money.format_amount(found[12], _USD),
             "refunded-amount": money.format_amount(found[13], _USD),
-            "paynet-processing-date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(updated_ms // 1000)),
+            "paynet-processing-date": date_time_text(updated_ms),
             "bin": bin_,
             "last-four-digits": last_four,
             "card-exp-month": f"{month:02d}",
@@ -173,7 +169,7 @@ class Floor:
 def seed(path: str, count: int) -> None:
     """``count`` approved sales, as the sandbox leaves them (captured, with approval code and RRN)."""
     conn = _connect(path)
-    card = ("411111", "1111", "VISA", 12, 2030, "Jane Doe", time.time_ns() // 10**6)
+    card = ("411111", "1111", "VISA", 12, 2030, "Jane Doe", now_ms())
     row = (1042, SALE_EMAIL, b"x" * 32, b"y" * 19, "approved", "00000000-0000-4000-8000-000000000000", *card)
     processed = (1042, "123456", "000000000001", "sandbox-1")
     with conn:
