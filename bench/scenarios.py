@@ -246,9 +246,10 @@ class Bench:
         """End to end at the target rate, or at ``rate`` (a row of kind ``e2e-sustained``: latency below
         overload, for a backend that cannot keep up with the target rate here)."""
         o = self.options
-        name = f"end to end at {rate or o.e2e_rate:,.0f}/s, {backend}"
+        offered = rate or o.e2e_rate
+        name = f"end to end at {offered:,.0f}/s, {backend}"
         say(f"{name}: {o.e2e_duration:g} s, then up to {o.e2e_grace:g} s for the last callbacks")
-        spec = EndToEndSpec(rate or o.e2e_rate, o.e2e_duration, o.e2e_grace, o.connections, o.load_core)
+        spec = EndToEndSpec(offered, o.e2e_duration, o.e2e_grace, o.connections, o.load_core)
         with (
             self.deployment(backend, f"e2e-{backend}") as (deployment, merchant),
             deployment.server(o.server_core, f"e2e-{backend}") as server,
