@@ -53,11 +53,16 @@ class Sender:
     mode: str
     control_key: str
 
+    @classmethod
+    def of(cls, card: Record | None, signer: Record) -> Sender:
+        """From the card and a row with the endpoint's ``descriptor`` and ``mode`` and the merchant's
+        ``control_key``."""
+        return cls(card, signer["descriptor"], signer["mode"], signer["control_key"])
+
 
 def sender_of(conn: Connection, order: Record) -> Sender:
     card = None if order["card_id"] is None else _CARD.one(conn, {"card_id": order["card_id"]})
-    endpoint = _ENDPOINT_SIGNER.one(conn, {"endpoint_id": order["endpoint_id"]})
-    return Sender(card, endpoint["descriptor"], endpoint["mode"], endpoint["control_key"])
+    return Sender.of(card, _ENDPOINT_SIGNER.one(conn, {"endpoint_id": order["endpoint_id"]}))
 
 
 def enqueue(

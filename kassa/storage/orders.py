@@ -455,7 +455,7 @@ def record_outcome(
     _FORGET_SECRET.execute(conn, {"tx_id": transaction_id})
     if not is_final(stage):
         return NOTHING_QUEUED
-    sender = Sender(_card_or_none(row["c_"]), row["e_"]["descriptor"], row["e_"]["mode"], row["e_"]["control_key"])
+    sender = Sender.of(_card_or_none(row["c_"]), row["e_"])
     final_tx = {**tx, **changes, "updated_at_ms": now_ms}
     return _enqueue_callbacks(conn, order, final_tx, now_ms, callback_lease, sender)
 
