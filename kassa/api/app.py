@@ -17,7 +17,7 @@ from kassa.api import openapi
 from kassa.api.operations import OPERATIONS, Operation
 from kassa.api.pipeline import handle
 from kassa.pages.routes import page_routes
-from kassa.runtime import Services, run_workers
+from kassa.runtime import Services, run_workers, settle_garbage_collector
 
 _SLASHES = re.compile(r"/{2,}")
 
@@ -82,6 +82,7 @@ def create_app(services: Services) -> ASGIApp:
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         stop = asyncio.Event()
         workers = asyncio.create_task(run_workers(services, stop))
+        settle_garbage_collector()
         try:
             yield
         finally:
