@@ -11,7 +11,20 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, and_, bindparam, exists, insert, select, update
+from sqlalchemy import (
+    Case,
+    Column,
+    ColumnElement,
+    Connection,
+    Exists,
+    bindparam,
+    case,
+    exists,
+    insert,
+    null,
+    select,
+    update,
+)
 
 from kassa.domain.callbacks import callback_fields
 from kassa.storage.jobs import Lease, lease_columns
@@ -75,9 +88,9 @@ def enqueue(
     starts_order: bool,
     lease: Lease | None = None,
 ) -> Queued:
-    """Outbox rows for a transaction that reached a final status. With a ``lease``, the callbacks that need
-    not wait for another are written leased, to be delivered by the lease's owner without a claim: those of
-    the transaction that started the order (the order has no earlier ones), each to its own URL."""
+    """Outbox rows for a transaction that reached a final status. With a ``lease``, the callbacks that wait
+    for no other (``_pending_earlier``) are written leased, to be delivered by the lease's owner without a
+    claim."""
     targets = [("notify", order["notify_url"])]
     if starts_order:
         targets.insert(0, ("server_callback", order["server_callback_url"]))
@@ -87,16 +100,34 @@ def enqueue(
     card = dict(sender.card) if sender.card else None
     fields = callback_fields(order=dict(order), tx=dict(tx), card=card, descriptor=sender.descriptor or "")
     stored = orjson.dumps(fields).decode()
-    urls = [url for _, url in targets]
     handed = []
     for kind, url in targets:
-        own = lease if starts_order and _waits_for_none(url, urls) else None
         row = {"order_id": order["id"], "tx_id": tx["id"], "kind": kind, "url": url, "fields": stored}
-        callback_id = _INSERT.scalar(conn, {**row, "now_ms": now_ms, **lease_columns(own)})
-        if own is not None:
+        written = _INSERT.one(conn, {**row, "now_ms": now_ms, **lease_columns(lease)})
+        if written["lease_owner"] is not None:
             live = sender.mode == "live"
-            handed.append(Due(callback_id, order["id"], url, fields, 0, order["merchant_id"], live, sender.control_key))
+            due = Due(written["id"], order["id"], url, fields, 0, order["merchant_id"], live, sender.control_key)
+            handed.append(due)
     return Queued(len(targets), handed)
+
+
+def _pending_earlier(
+    order_id: ColumnElement[Any], url: ColumnElement[Any], before_id: ColumnElement[Any] | None = None
+) -> Exists:
+    """The ordering rule, for the claim and for the hand-over as callbacks are written alike: a callback
+    waits while an earlier one of its order to its URL is pending, so each receiver sees one order's events
+    in order. A callback being written (no ``before_id``) comes after every row there is."""
+    earlier = callbacks.alias("earlier")
+    conditions = [earlier.c.order_id == order_id, earlier.c.url == url, earlier.c.state == PENDING]
+    if before_id is not None:
+        conditions.append(earlier.c.id < before_id)
+    return exists().where(*conditions)
+
+
+def _unless_waiting(lease: Column[Any]) -> Case[Any]:
+    """A lease column of a callback being written: the value given, or none when the callback has to wait."""
+    waits = _pending_earlier(bindparam("order_id"), bindparam("url"))
+    return case((waits, null()), else_=bindparam(lease.name, type_=lease.type))
 
 
 _CARD = Prepared(select(cards).where(cards.c.id == bindparam("card_id")))
@@ -116,40 +147,23 @@ _INSERT = Prepared(
         state=PENDING,
         attempts=0,
         next_attempt_at_ms=bindparam("now_ms"),
-        lease_owner=bindparam("lease_owner"),
-        lease_until_ms=bindparam("lease_until_ms"),
+        lease_owner=_unless_waiting(callbacks.c.lease_owner),
+        lease_until_ms=_unless_waiting(callbacks.c.lease_until_ms),
         created_at_ms=bindparam("now_ms"),
     )
-    .returning(callbacks.c.id)
+    .returning(callbacks.c.id, callbacks.c.lease_owner)
 )
 
 
-def _waits_for_none(url: str, urls: list[str]) -> bool:
-    """The claim's ordering rule (below) decided as the callbacks of an order's first transaction are
-    written: the order has no earlier callbacks, so one of them waits only for a sibling to the same URL."""
-    return urls.count(url) == 1
-
-
 def _claim_statement() -> Prepared:
-    """Leases the due callbacks, oldest first, skipping any with an earlier pending one for the same
-    order and URL (one order's events reach a receiver in order; ``_waits_for_none`` is the same rule for
-    callbacks handed over as they are written)."""
-    earlier = callbacks.alias("earlier")
-    blocked = exists().where(
-        and_(
-            earlier.c.order_id == callbacks.c.order_id,
-            earlier.c.url == callbacks.c.url,
-            earlier.c.id < callbacks.c.id,
-            earlier.c.state == PENDING,
-        )
-    )
+    """Leases the due callbacks, oldest first, skipping any that waits for an earlier one."""
     due = (
         select(callbacks.c.id)
         .where(
             callbacks.c.state == PENDING,
             callbacks.c.next_attempt_at_ms <= bindparam("now_ms"),
             callbacks.c.lease_until_ms.is_(None) | (callbacks.c.lease_until_ms < bindparam("now_ms")),
-            ~blocked,
+            ~_pending_earlier(callbacks.c.order_id, callbacks.c.url, callbacks.c.id),
         )
         .order_by(callbacks.c.next_attempt_at_ms, callbacks.c.id)
         .limit(bindparam("limit"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import Connection, func, select
 
 from kassa.domain.lifecycle import Stage, TxType
 from kassa.domain.merchants import Mode
@@ -114,8 +114,8 @@ def _approve(db: Database, order_id: int, lease: Lease | None) -> callback_store
     ("urls", "handed", "claimable"),
     [
         (("http://a.example/cb", "http://b.example/notify"), ["http://a.example/cb", "http://b.example/notify"], 0),
-        # One receiver for both: its events go one after the other, so the claim takes the first alone.
-        (("http://a.example/cb", "http://a.example/cb"), [], 1),
+        # One receiver for both: its events go one after the other, so the second waits for the first.
+        (("http://a.example/cb", "http://a.example/cb"), ["http://a.example/cb"], 0),
     ],
 )
 def test_an_approved_sale_hands_over_the_callbacks_that_wait_for_no_other(
@@ -129,6 +129,29 @@ def test_an_approved_sale_hands_over_the_callbacks_that_wait_for_no_other(
     assert [due.url for due in queued.handed] == handed
     assert all(due.fields["status"] == "approved" and due.control_key == "key" for due in queued.handed)
     assert len(db.write_sync(lambda conn: callback_store.claim(conn, "callbacks-b", 9_999, 1000, 10))) == claimable
+
+
+@pytest.mark.parametrize(("sale_callback_delivered", "handed"), [(False, 0), (True, 1)])
+def test_a_later_transactions_callback_is_handed_over_only_once_the_earlier_one_to_its_url_is_delivered(
+    db: Database, sale_callback_delivered: bool, handed: int
+) -> None:
+    merchant_id, endpoint_id = _endpoint(db)
+    new = _sale(merchant_id, endpoint_id, "o-1", "s-1", notify_url="http://a.example/notify")
+    started = db.write_sync(lambda conn: order_store.start_order(conn, new))
+    lease = Lease("callbacks-a", until_ms=10_000)
+    (sale_callback,) = _approve(db, started.order_id, lease).handed
+    if sale_callback_delivered:
+        attempt = callback_store.Attempt(sale_callback.url, 6, 1, 200, None)
+        assert db.write_sync(lambda conn: callback_store.record(conn, sale_callback, "callbacks-a", attempt, None))
+
+    def reverse(conn: Connection) -> int:
+        order = order_store.lock_order(conn, started.order_id)
+        return order_store.add_transaction(conn, order, TxType.REVERSAL, 1042, "s-2", 7, stage=Stage.PROCESSING)
+
+    reversal = db.write_sync(reverse)
+    outcome = order_store.Outcome(Stage.APPROVED)
+    queued = db.write_sync(lambda conn: order_store.record_outcome(conn, reversal, outcome, 8, lease))
+    assert (queued.count, len(queued.handed)) == (1, handed)
 
 
 def test_an_approved_sale_without_a_lease_leaves_its_callbacks_to_the_claim(db: Database) -> None:
