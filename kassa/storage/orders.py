@@ -367,7 +367,8 @@ def _snapshot(rows: list[dict[str, Row]]) -> OrderSnapshot | None:
 
 @dataclass(frozen=True, slots=True)
 class AuthorizationWork:
-    """What a processor needs to authorize one transaction (ciphertexts: the vault decrypts them)."""
+    """What a processor needs to authorize one transaction (ciphertexts: the vault decrypts them); only the
+    columns of ``_AUTHORIZATION``."""
 
     transaction: Record
     order: Record
@@ -404,11 +405,11 @@ def load_transaction(conn: Connection, transaction_id: int) -> tuple[Record, Rec
     return row["t_"], row["o_"], _card_or_none(row["c_"])
 
 
-def _transaction_query(*, with_cvv: bool) -> Joined:
-    """A transaction, its order and card (and the CVV kept for its authorization) in one query: columns
-    prefixed ``t_``, ``o_``, ``c_`` (and ``s_``)."""
+def _transaction_query(parts: Sequence[tuple[str, Iterable[Column[Any]]]], *, with_cvv: bool) -> Joined:
+    """A transaction, its order and card (and the CVV kept for its authorization) in one query: the
+    columns of ``parts``, prefixed ``t_``, ``o_``, ``c_`` (and ``s_``)."""
     joined = _with_order_and_card()
-    columns = _labelled([("t_", transactions.c), ("o_", orders.c), ("c_", cards.c)])
+    columns = _labelled(parts)
     if with_cvv:
         secret = transient_secrets.c.transaction_id == transactions.c.id
         joined = joined.outerjoin(transient_secrets, secret)
@@ -416,8 +417,17 @@ def _transaction_query(*, with_cvv: bool) -> Joined:
     return Joined(select(*columns).select_from(joined).where(transactions.c.id == bindparam("tx_id")))
 
 
-_AUTHORIZATION = _transaction_query(with_cvv=True)
-_TRANSACTION_IN_FULL = _transaction_query(with_cvv=False)
+# What a processor is given (``AuthorizationRequest``), read by a worker for every transaction: 15 columns
+# rather than every column of three tables.
+_AUTHORIZATION = _transaction_query(
+    (
+        ("t_", [transactions.c[n] for n in ("stage", "serial_number", "tx_type", "amount", "currency")]),
+        ("o_", [orders.c.id, orders.c.merchant_id]),
+        ("c_", [cards.c[n] for n in ("id", "brand", "pan_ciphertext", "exp_month", "exp_year", "holder_name")]),
+    ),
+    with_cvv=True,
+)
+_TRANSACTION_IN_FULL = _transaction_query((("t_", transactions.c), ("o_", orders.c), ("c_", cards.c)), with_cvv=False)
 
 
 @dataclass(frozen=True, slots=True)
