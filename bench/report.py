@@ -402,6 +402,35 @@ of 2,410 ms. Now it needs two:
   13%, the writer thread 4%, the event loop the rest. Meeting the target on every run needs that CPU cut
   by about a fifth.
 
+**The garbage collector (later still on 2026-11-23): the tail was Python's full collections.** A native
+profile of the server at 1,000 sales/s (py-spy `--native`, all threads) put 7.4% of the event loop's
+samples in `gc_collect_main`. In process, a sale spent 17 µs of its 164 in the cyclic collector, and each
+of its rare full collections took about 90 ms: it scanned the 80,000 objects start-up leaves behind
+(modules, SQLAlchemy's compiled statements, the services), none of which ever becomes garbage, while
+every sale in flight waited on the stalled event loop. Once start-up is over, Kassa now freezes those
+objects out of the collector's scans (`gc.freeze()`) and collects young objects every 10,000 allocations
+instead of 700 (`kassa/runtime.settle_garbage_collector`): the collector's share fell to 2%, a full
+collection costs about 27 ms, and none ran in 20,000 sales.
+- End to end at 1,000/s on SQLite, 60 s runs with only the ceiling before them: p99 172 and 226 ms in
+  the two runs before; after, 17-43 ms in eight of nine runs (p50 5-6 ms) and 82 ms in one (p50 8 ms,
+  a slower hour). Run right after the sale and status scenarios of the same bench, with p50 at 8-10 ms,
+  five runs gave 43, 88, 186, 272 and 408 ms: the target holds on a quiet machine, not yet on a busy one.
+- PostgreSQL end to end at 200/s: p99 119 ms before, 17 ms after. The long tail below overload that the
+  section below blames on the unit threads was mostly the collector.
+- Measured with it, at 1,000/s on SQLite: the server's event loop thread uses about 52% of the core and
+  its SQLite writer thread about 39% (user 27-30%, system 10-14%: the commits' WAL writes and fsync, the
+  statements, winning back the interpreter lock after each sqlite3 call). Holding the writer's connection
+  for the thread's life instead of checking one out per batch saved 20-70 µs a commit in a
+  microbenchmark but did not show in the thread's CPU; waiting 1 ms for bigger batches did not lower it
+  either. The core is still about 90% busy at 1,000/s, so a noisy hour can still push the p99 past 50 ms.
+- Also in this step: the worker's authorization read takes the 15 columns a processor is given (was
+  every column of three tables), and any transaction's callbacks that wait for no earlier one go out as
+  soon as the outcome is committed (before, only the first transaction's; the ordering rule is now one
+  SQL expression used by both the claim and the insert).
+- Measured and not adopted: replacing aiohttp's GET by a hand-written client on `httptools` saved about
+  27 µs of CPU per callback (60 -> 34 µs in a microbenchmark), 3% of the core at 1,000/s, not enough to
+  own an HTTP client; encoding the callback query costs 13 µs, about 1%.
+
 **PostgreSQL: about 600 µs of CPU per accepted sale** in the server process (830 µs before the two
 changes below), against 280 on SQLite. A wall-clock profile of the server showed its threads waiting on
 PostgreSQL about 70% of the time: on the pool's liveness check (since removed), the statement, and the
