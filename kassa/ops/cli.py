@@ -108,9 +108,10 @@ def serve(host: str | None, port: int | None, worker_count: int | None, processe
 @click.option("--workers", "worker_count", type=int, default=1, help="Job workers in this process.")
 def worker(worker_count: int) -> None:
     """Run job workers alone (any number of them, on any machine sharing the database)."""
-    from kassa.runtime import build_services, run_workers
+    from kassa.runtime import build_services, run_workers, settle_garbage_collector
 
     services = build_services(Settings.from_env(), worker_count)
+    settle_garbage_collector()
 
     async def run() -> None:
         stop = asyncio.Event()
