@@ -70,7 +70,10 @@ class CallbackDispatcher(Consumer):
     async def run(self, stop: asyncio.Event) -> None:
         timeout = aiohttp.ClientTimeout(total=self.config.timeout_seconds)
         connector = aiohttp.TCPConnector(limit=_CONNECTIONS)
-        async with aiohttp.ClientSession(timeout=timeout, connector=connector) as client:
+        # No cookie jar: one session serves every merchant, and receivers of different merchants may share
+        # a host; a cookie one of them set must not travel with another's callbacks.
+        jar = aiohttp.DummyCookieJar()
+        async with aiohttp.ClientSession(timeout=timeout, connector=connector, cookie_jar=jar) as client:
             self._client = client
             await self.consume(stop, self._claim, partial(self._deliver, client))
 

@@ -66,6 +66,17 @@ def test_sale_callback_carries_every_field_signed_and_notify_url_gets_the_return
     assert [r.query["type"] for r in received if r.path == "/callback"] == ["sale"]
 
 
+def test_callbacks_carry_no_cookie_a_receiver_set_before(gateway_factory: Callable[..., Gateway]) -> None:
+    # Receivers of different merchants may share a host: the gateway keeps no state between callbacks.
+    merchant = new_merchant(gateway_factory(), "cookie")
+    with running(Receiver(free_port(), host="localhost", set_cookie="session=merchant-a; Path=/")) as receiver:
+        merchant.sale("ck-1", server_callback_url=receiver.url)
+        receiver.wait_for(1)
+        merchant.sale("ck-2", server_callback_url=receiver.url)
+        received = receiver.wait_for(2)
+    assert [(r.query["client_orderid"], r.cookie) for r in received] == [("ck-1", None), ("ck-2", None)]
+
+
 def test_receiver_failing_three_times_gets_the_callback_on_the_fourth_attempt(
     gateway_factory: Callable[..., Gateway],
 ) -> None:

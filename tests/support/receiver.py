@@ -17,6 +17,7 @@ class Received:
     at: float
     path: str
     query: dict[str, str]
+    cookie: str | None = None  # the request's Cookie header
 
 
 @dataclass
@@ -24,13 +25,15 @@ class Receiver:
     port: int
     script: list[str] = field(default_factory=list)  # per request in turn: "500", "timeout", "slow"; then "ok"
     hang_seconds: float = 2.0
+    host: str = "127.0.0.1"  # as callback URLs name it; "localhost" lets a client keep cookies for it
+    set_cookie: str | None = None  # a Set-Cookie header for every answer
     received: list[Received] = field(default_factory=list)  # GETs answered 200 (callbacks)
     posted: list[Received] = field(default_factory=list)  # POSTs (final redirects)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/callback"
+        return f"http://{self.host}:{self.port}/callback"
 
     def next_behaviour(self) -> str:
         with self.lock:
@@ -55,10 +58,11 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                 return
             parts = urlsplit(self.path)
             with receiver.lock:
-                receiver.received.append(
-                    Received(time.monotonic(), parts.path, dict(parse_qsl(parts.query, keep_blank_values=True)))
-                )
+                query = dict(parse_qsl(parts.query, keep_blank_values=True))
+                receiver.received.append(Received(time.monotonic(), parts.path, query, self.headers.get("cookie")))
             self.send_response(200)
+            if receiver.set_cookie:
+                self.send_header("set-cookie", receiver.set_cookie)
             self.end_headers()
             self.wfile.write(b"OK")
 
