@@ -308,6 +308,10 @@ class Bench:
                 write_lines(bodies, (status_body(merchant, str(orderid)) for orderid in ids))
                 name = f"status, {orders.generated:,} stored orders, {backend}"
                 path = f"{PREFIX}/api/v2/status/{merchant.endpoint_id}"
+                loaded = orders.load_into_memory()
+                self.facts.append(
+                    f"bulk on {backend}: reading {orders.generated:,} orders into memory took {loaded:.1f} s"
+                )
                 with deployment.server(o.server_core, f"{kind}-{backend}") as server:
                     rows.append(
                         self.warm_and_measure(name, server, path, bodies, deployment.database_url, kind, backend)
