@@ -222,8 +222,13 @@ METHOD = """## What is measured
   copies of its order, transaction and card rows (own ids, `client_orderid`, serial number, card row),
   written straight into the database by `INSERT ... SELECT` over a number series (a recursive CTE on
   SQLite, `generate_series` on PostgreSQL, then `ANALYZE`), in transactions of 500,000. The status bodies
-  name 20,000 orders drawn uniformly from all stored ones. The server is restarted after each step; the
-  notes say how long generation took. The target is the big p99 at most 1.5x the small one.
+  name 20,000 orders drawn uniformly from all stored ones. Before each step's server starts, the orders'
+  tables and indexes are read once into the OS's page cache (the SQLite file; `pg_prewarm(..., 'read')`
+  on PostgreSQL), because this VM's host reclaims pages untouched for about a minute: a 2 GB file read
+  once was fully evicted 75 s later, so the run at 10 million orders read part of the database from disk
+  after the minutes of generating it (server 80-89% busy, waiting on `pread`; 1.96-2.63x in three
+  SQLite runs on 2026-11-23, 1.25x with the read first). The server is restarted after each step; the
+  notes say how long generation and the read took. The target is the big p99 at most 1.5x the small one.
 - **scale** (`bench/scale.py`): sale acceptance on PostgreSQL with `kassa serve --processes 1` and
   `--processes 2` (two forked processes sharing the port through `SO_REUSEPORT`, each with its own job
   worker and callback dispatcher), on a fresh database each. On this two-core machine the server
