@@ -10,6 +10,8 @@ from collections.abc import Callable
 import httpx
 import pytest
 
+from kassa.api.handlers.payments import canonical_values
+from kassa.domain import money
 from tests.support.gateway import JSON_ACCEPT, Gateway, Merchant, new_merchant
 
 
@@ -153,3 +155,9 @@ def test_twenty_identical_sales_sent_at_once_start_one_order(merchant: Merchant)
     shown = merchant.gateway.cli("order", "show", str(listed[0]["id"]))
     assert len(shown["transactions"]) == 1
     assert merchant.wait_final(responses[0].json()["paynet-order-id"])["status"] == "approved"
+
+
+def test_the_fingerprinted_text_of_a_request_keeps_the_form_stored_fingerprints_were_made_with() -> None:
+    # Stored with every order: a change to this text would refuse retries of orders made before it.
+    values = {"amount": 1042, "currency": money.currency("USD"), "client_orderid": "o-1", "control": "c"}
+    assert canonical_values(values) == "amount=1042&client_orderid=o-1&currency=Currency(code='USD', exponent=2)"

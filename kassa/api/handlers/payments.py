@@ -4,6 +4,7 @@ or as hosted forms (the card is then collected on the gateway's page)."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -126,5 +127,17 @@ def new_card(vault: Vault, merchant_id: int, values: dict[str, Any]) -> NewCard:
 def request_fingerprint(req: OperationRequest) -> str:
     """Identifies "the same fields" for duplicate detection: the checked values, so that `10.4` and `10.40`
     are the same amount. Keyed by the vault, since it covers card data."""
-    canonical = "&".join(f"{name}={value}" for name, value in sorted(req.values.items()) if name != "control")
-    return req.services.vault.fingerprint(hashlib.sha256(canonical.encode()).hexdigest())
+    return req.services.vault.fingerprint(hashlib.sha256(canonical_values(req.values).encode()).hexdigest())
+
+
+def canonical_values(values: Mapping[str, Any]) -> str:
+    """The text a request fingerprint is made of. Fingerprints are stored with orders, so this text must
+    not change: a currency is spelled out as its dataclass ``repr`` first gave it, not through ``repr``,
+    which a new field of ``Currency`` would change."""
+    return "&".join(f"{name}={_canonical(value)}" for name, value in sorted(values.items()) if name != "control")
+
+
+def _canonical(value: object) -> object:
+    if isinstance(value, Currency):
+        return f"Currency(code='{value.code}', exponent={value.exponent})"
+    return value
