@@ -19,7 +19,10 @@ from kassa.domain import cards
 
 serial_var: contextvars.ContextVar[str | None] = contextvars.ContextVar("serial", default=None)
 
-_PAN_LIKE = re.compile(r"(?<!\d)\d{12,19}(?!\d)")
+# A run of 12 to 19 digits, unless it is the last group of a serial number (a UUID): about one serial in
+# 280 has only digits there, and masking it broke the link between a request's log lines and its serial.
+_UUID_HEAD = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+_PAN_LIKE = re.compile(rf"(?<!\d)(?<!{_UUID_HEAD})\d{{12,19}}(?!\d)")
 _STANDARD_ATTRS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None)).keys()) | {"message"}
 
 

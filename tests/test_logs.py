@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kassa.logs import mask_pans
 from tests.support.gateway import Gateway, new_merchant
 
 CARDS = ("4111111111111111", "5555555555554444", "378282246310005")
@@ -43,3 +44,10 @@ def test_logs_and_database_never_hold_card_data_or_secrets(
     assert [pan for pan in CARDS if pan.encode() in stored] == []
     with sqlite3.connect(database) as conn:
         assert conn.execute("SELECT COUNT(*) FROM transient_secrets").fetchone() == (0,)
+
+
+def test_pans_are_masked_but_a_serial_number_ending_in_twelve_digits_is_not() -> None:
+    serial = "afc35e9d-6011-4c2b-9a3e-771844497484"
+    masked = mask_pans(f'{{"serial": "{serial}", "note": "card 4111111111111111 and 5555555555554444"}}')
+    assert serial in masked
+    assert "4111111111111111" not in masked and "5555555555554444" not in masked
