@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import psycopg
+from sqlalchemy import make_url
 
 from kassa.storage.tables import cards, orders, transactions
 
@@ -110,7 +111,7 @@ class BulkOrders:
         read part of the database from disk and measured the disk, not the stored-order count."""
         started = time.monotonic()
         if self.database_url.startswith("sqlite"):
-            with open(self.database_url.removeprefix("sqlite:///"), "rb") as database:
+            with open(self._sqlite_file, "rb") as database:
                 while database.read(1 << 20):
                     pass
         else:
@@ -122,6 +123,10 @@ class BulkOrders:
                     "WHERE indrelid IN ('orders'::regclass, 'transactions'::regclass, 'cards'::regclass))"
                 )
         return time.monotonic() - started
+
+    @property
+    def _sqlite_file(self) -> str:
+        return str(make_url(self.database_url).database)
 
     def sample(self, count: int) -> list[int]:
         """``count`` order ids drawn uniformly from every order generated (without repeats when possible)."""
@@ -152,7 +157,7 @@ class BulkOrders:
         return {name: fetch(f"SELECT coalesce(max(id), 0) FROM {name}") for name in ("cards", "orders", "transactions")}
 
     def _sqlite(self, total: int) -> None:
-        conn = sqlite3.connect(self.database_url.removeprefix("sqlite:///"), isolation_level=None)
+        conn = sqlite3.connect(self._sqlite_file, isolation_level=None)
         try:
             conn.execute("PRAGMA synchronous=OFF")
             conn.execute("PRAGMA cache_size=-262144")
