@@ -181,7 +181,7 @@ class BulkOrders:
         with psycopg.connect(self.database_url, autocommit=True) as conn:
 
             def fetch(sql: str) -> int:
-                row = conn.execute(sql).fetchone()  # type: ignore[arg-type]
+                row = conn.execute(sql).fetchone()
                 assert row is not None
                 return int(row[0])
 
@@ -190,10 +190,10 @@ class BulkOrders:
                 bases = self._bases(fetch)
                 with conn.transaction():
                     for sql in chunk_statements(POSTGRES, template, bases, self.generated, size):
-                        conn.execute(sql)  # type: ignore[arg-type]
+                        conn.execute(sql)
                 self._added(bases["orders"], size)
             for name in ("cards", "orders", "transactions"):
-                conn.execute(f"SELECT setval(pg_get_serial_sequence('{name}', 'id'), (SELECT max(id) FROM {name}))")  # type: ignore[arg-type]
+                conn.execute(f"SELECT setval(pg_get_serial_sequence('{name}', 'id'), (SELECT max(id) FROM {name}))")
             conn.execute("ANALYZE cards, orders, transactions")
 
     def _added(self, order_base: int, size: int) -> None:

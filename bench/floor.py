@@ -76,9 +76,15 @@ class Writer:
             while len(batch) < 256 and not self._queue.empty():
                 batch.append(self._queue.get_nowait())
             self._conn.execute("BEGIN IMMEDIATE")
-            ids = [self._conn.execute(_INSERT, row).lastrowid for row, _, _ in batch]
+            ids = [_row_id(self._conn.execute(_INSERT, row)) for row, _, _ in batch]
             self._conn.execute("COMMIT")
             batch[0][1].call_soon_threadsafe(_settle, [(f, i) for (_, _, f), i in zip(batch, ids, strict=True)])
+
+
+def _row_id(cursor: sqlite3.Cursor) -> int:
+    """The id an INSERT gave its row (``lastrowid`` is never None after one into a rowid table)."""
+    assert cursor.lastrowid is not None
+    return cursor.lastrowid
 
 
 def _settle(settled: list[tuple[asyncio.Future[int], int]]) -> None:

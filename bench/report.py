@@ -75,7 +75,7 @@ def table(rows: Sequence[Row]) -> str:
 def notes(rows: Sequence[Row], facts: Sequence[str] = ()) -> list[str]:
     """The ratios of the targets, what each scenario reported beyond its row, and what in the numbers
     needs a second look."""
-    found: list[str] = [*targets.ratio_notes(rows), *facts]
+    found: list[str] = [*targets.ratio_notes(rows), *targets.limit_notes(rows), *facts]
     for row in rows:
         found += row.facts
         r = row.result

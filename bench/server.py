@@ -14,7 +14,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import httpx
 
@@ -63,7 +63,7 @@ class Server:
         assert self.process is not None
         return self.process.pid
 
-    def start(self, timeout: float = 30) -> Server:
+    def start(self, timeout: float = 30) -> Self:
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(self.argv, env=self.env, stdout=log, stderr=log)
         deadline = time.monotonic() + timeout
@@ -98,7 +98,7 @@ class Server:
     def cpu_seconds(self) -> float:
         return process_cpu_seconds(self.pid)
 
-    def __enter__(self) -> Server:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *_exc: object) -> None:

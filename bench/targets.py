@@ -3,6 +3,7 @@ column of the table, and the ratio notes)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from bench.scenarios import Row
@@ -115,3 +116,50 @@ def ratio_notes(rows: Sequence[Row]) -> list[str]:
             f"sale acceptance, 2 / 1 server processes on PostgreSQL = {ratio:.2f}x (target >= {SCALE_FACTOR}x)"
         )
     return found
+
+
+def _server_us(row: Row) -> float:
+    """Server CPU per request in µs: what bounds a server pinned to one core."""
+    return row.cpu.server / row.result.rps * 1e6 if row.result.rps else 0.0
+
+
+def limit_notes(rows: Sequence[Row]) -> list[str]:
+    """Where a target depends on CPU, the limit this run's own CPU figures put on it."""
+    found = []
+    ceiling = _find(rows, "ceiling")
+    for row in rows:
+        if row.kind in ("sale", "status") and ceiling is not None:
+            goal = SALE_VS_CEILING if row.kind == "sale" else STATUS_VS_CEILING
+            floor = _find(rows, f"floor-{row.kind}")
+            floor_text = "" if floor is None else f", the floor's {_server_us(floor):.0f} µs"
+            found.append(
+                f"{row.name}: {_server_us(row):.0f} µs of server CPU per request, against the ceiling's"
+                f" {_server_us(ceiling):.0f} µs{floor_text}; {goal:.1f}x the ceiling allows"
+                f" {_server_us(ceiling) / goal:.0f} µs"
+            )
+        # At the target rate only: below it, the idle polling of workers and pools weighs on every sale.
+        if row.kind == "e2e" and row.result.rps:
+            us = _server_us(row)
+            found.append(
+                f"{row.name}: {us:.0f} µs of server CPU per sale, request to callback: the server's one core"
+                f" allows at most {1e6 / us:,.0f} sales/s"
+            )
+    found += _scale_limit(rows)
+    return found
+
+
+def _scale_limit(rows: Sequence[Row]) -> list[str]:
+    one = _find(rows, "scale-1")
+    if one is None or not one.result.rps:
+        return []
+    rps = one.result.rps
+    parts = {"server": one.cpu.server, "PostgreSQL": one.cpu.postgres, "load": one.result.generator_cpu}
+    per_sale = sum(parts.values()) / rps
+    cores = len(os.sched_getaffinity(0))
+    most = cores / per_sale / rps
+    spent = ", ".join(f"{name} {share / rps * 1e6:.0f}" for name, share in parts.items())
+    return [
+        f"scale: one sale cost {per_sale * 1e6:.0f} µs of CPU in all ({spent}) with one server process;"
+        f" this machine's {cores} cores allow at most {cores / per_sale:,.0f} sales/s, {most:.2f}x the one-process"
+        f" rate, so {SCALE_FACTOR}x needs {SCALE_FACTOR * per_sale * rps:.1f} cores at that cost"
+    ]
