@@ -251,6 +251,14 @@ METHOD = """## What is measured
 - **load CPU** is that of wrk over its whole run (well below 100%: wrk was not the bottleneck); for end
   to end, that of the open-loop generator and the callback receiver.
 - **target** holds each figure against its target in issue 6 and the reference measured in the same run.
+- **Limits** (in the notes, since 2026-11-23, session 6): where a target is about CPU, the note sets the
+  run's own CPU figures against it. Sale and status: the server's CPU per request (*server CPU* / req/s)
+  beside the ceiling's and the floor's, and what the target allows (the ceiling's divided by 0.5 or 0.7;
+  all three run CPU-bound on the same core). End to end at the target rate: the server's CPU per sale and
+  the rate its one core allows (and PostgreSQL's, which shares the other core with the load). Scale: what
+  one sale costs in all (server, PostgreSQL, load) with one process, the most the machine's cores allow
+  at that cost, and the cores 1.7x would need. A miss with a limit below the target is the machine or the
+  design; a miss with the limit above it is a stall, not CPU.
 - **other CPU** is what the rest of the machine used meanwhile. It should be near 0%; if not, another job
   competed for the two cores and the run should be repeated. Before each warm-up the bench waits up to
   `--quiet-wait` seconds for the machine to go idle.

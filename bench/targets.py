@@ -140,10 +140,15 @@ def limit_notes(rows: Sequence[Row]) -> list[str]:
         # At the target rate only: below it, the idle polling of workers and pools weighs on every sale.
         if row.kind == "e2e" and row.result.rps:
             us = _server_us(row)
-            found.append(
+            text = (
                 f"{row.name}: {us:.0f} µs of server CPU per sale, request to callback: the server's one core"
                 f" allows at most {1e6 / us:,.0f} sales/s"
             )
+            if row.cpu.postgres:
+                pg_us = row.cpu.postgres / row.result.rps * 1e6
+                text += f"; PostgreSQL {pg_us:.0f} µs per sale, on the core it shares with the load: at most"
+                text += f" {1e6 / pg_us:,.0f}/s if it had that core to itself"
+            found.append(text)
     found += _scale_limit(rows)
     return found
 
