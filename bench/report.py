@@ -492,7 +492,29 @@ attempt, plus the authorization read); PostgreSQL's session activity during the 
 
 **Scale, 1 vs 2 processes on PostgreSQL.** Two server processes and PostgreSQL share the machine's two
 cores with wrk. PostgreSQL uses about 0.1 core per 100 sales/s, so on this machine the second process has
-no core of its own to scale onto. The table's CPU columns show it.
+no core of its own to scale onto. The table's CPU columns show it, and the scale note computes it: in a
+short run on 2026-11-23 one sale cost 888 µs of CPU in all with one process (server 499, PostgreSQL 361,
+load 27), so the two cores allow at most 2,253 sales/s, 1.27x the one-process rate (1.20x measured);
+1.7x would need 2.7 cores at that cost.
+
+**What the limits are (2026-11-23, session 6).** The notes now put each CPU-bound target against the
+run's own CPU figures (see *Limits* above). From a short run of the core, end-to-end and scale scenarios:
+- Sale on SQLite: 190 µs of server CPU per request; the ceiling's is 53 µs, so 0.5x allows 106 µs. The
+  floor, which writes one row instead of Kassa's five and skips the fingerprints and the duplicate check,
+  spends 75. Status on SQLite: 100 µs; 0.7x allows 76; the floor spends 53, as much as the ceiling.
+- End to end on SQLite: 798 µs of server CPU per sale, so one core allows about 1,250 sales/s: 25%
+  headroom at 1,000/s. In 60 s runs at 1,000/s in quiet hours this session the p99 was 13, 16, 18, 26,
+  30, 37 and 40 ms (all met).
+- End to end on PostgreSQL: 1,121 µs of server CPU per sale (892/s on one core), and PostgreSQL about
+  1,000 µs per sale on the core it shares with the load generator and the receiver (74% of it at 723/s).
+  So 1,000/s on PostgreSQL needs more than this machine's second core whatever the server does; an async
+  driver in the server would not lift that here.
+- Where the SQLite writer thread's 40% of the core goes at 1,000/s (perf, 15 s): the kernel 35% of its
+  samples (WAL page writes, `fdatasync`, the virtual disk's notifications), the interpreter 31% (the
+  units' statements and the commit), SQLite 23%, libc 10%. By py-spy it spends 69% of its time inside
+  `COMMIT`, back to back, about 700 commits a second. Measured and not adopted: a 32 MiB page cache on
+  the writer's connection (writer 39.7% against 40.6%) and a checkpoint every 10,000 pages instead of
+  1,000 (40.4%): the writer's cost follows the pages each unit dirties, not the cache or the checkpoints.
 
 ## How to reproduce
 
