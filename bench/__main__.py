@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import sys
 import tempfile
@@ -11,7 +10,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench import peer, postgres, report
+from bench import peer, postgres, probe, report
 from bench.load import LoadResult, LoadSpec
 from bench.pyload import run_pyload
 from bench.scenarios import BACKENDS, SCENARIOS, Bench, Generator, Options, say
@@ -76,7 +75,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def options(args: argparse.Namespace) -> Options:
-    two_cores = len(os.sched_getaffinity(0)) >= 2
+    two_cores = probe.cores() >= 2
     return Options(
         duration=3 if args.quick else args.duration,
         warmup=1,

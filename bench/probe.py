@@ -49,6 +49,11 @@ class CpuSampler:
         return (last[1] - first[1]) / wall if wall > 0 else 0.0
 
 
+def cores() -> int:
+    """The cores the bench may use (``nproc``): what the machine's limits are counted in."""
+    return len(os.sched_getaffinity(0))
+
+
 def machine_busy_seconds() -> float:
     """CPU time every core of the machine spent on anything but idling, so far (/proc/stat)."""
     fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]

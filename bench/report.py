@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import datetime
-import os
 import platform
 import sqlite3
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench import targets
+from bench import probe, targets
 from bench.scenarios import Row
 
 HEADER = (
@@ -121,7 +120,7 @@ def _tool_version(argv: list[str]) -> str:
 def machine(postgres_version: str, peer_version: str = "not measured") -> list[tuple[str, str]]:
     return [
         ("date", datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")),
-        ("nproc", str(len(os.sched_getaffinity(0)))),
+        ("nproc", str(probe.cores())),
         ("CPU", _cpu_model()),
         ("kernel", platform.release()),
         ("Python", platform.python_version()),

@@ -3,9 +3,9 @@ column of the table, and the ratio notes)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
+from bench import probe
 from bench.scenarios import Row
 
 SALE_VS_CEILING = 0.5
@@ -118,53 +118,57 @@ def ratio_notes(rows: Sequence[Row]) -> list[str]:
     return found
 
 
-def _server_us(row: Row) -> float:
-    """Server CPU per request in µs: what bounds a server pinned to one core."""
-    return row.cpu.server / row.result.rps * 1e6 if row.result.rps else 0.0
+def _us_per_request(share: float, row: Row) -> float:
+    """``share`` of a core over ``row``'s run, as CPU µs per request (or sale) of it."""
+    return share / row.result.rps * 1e6 if row.result.rps else 0.0
 
 
 def limit_notes(rows: Sequence[Row]) -> list[str]:
     """Where a target depends on CPU, the limit this run's own CPU figures put on it."""
-    found = []
     ceiling = _find(rows, "ceiling")
-    for row in rows:
-        if row.kind in ("sale", "status") and ceiling is not None:
-            goal = SALE_VS_CEILING if row.kind == "sale" else STATUS_VS_CEILING
-            floor = _find(rows, f"floor-{row.kind}")
-            floor_text = "" if floor is None else f", the floor's {_server_us(floor):.0f} µs"
-            found.append(
-                f"{row.name}: {_server_us(row):.0f} µs of server CPU per request, against the ceiling's"
-                f" {_server_us(ceiling):.0f} µs{floor_text}; {goal:.1f}x the ceiling allows"
-                f" {_server_us(ceiling) / goal:.0f} µs"
-            )
-        # At the target rate only: below it, the idle polling of workers and pools weighs on every sale.
-        if row.kind == "e2e" and row.result.rps:
-            us = _server_us(row)
-            text = (
-                f"{row.name}: {us:.0f} µs of server CPU per sale, request to callback: the server's one core"
-                f" allows at most {1e6 / us:,.0f} sales/s"
-            )
-            if row.cpu.postgres:
-                pg_us = row.cpu.postgres / row.result.rps * 1e6
-                text += f"; PostgreSQL {pg_us:.0f} µs per sale, on the core it shares with the load: at most"
-                text += f" {1e6 / pg_us:,.0f}/s if it had that core to itself"
-            found.append(text)
-    found += _scale_limit(rows)
-    return found
+    found = [_ceiling_limit(row, rows, ceiling) for row in rows if row.kind in ("sale", "status") and ceiling]
+    # At the target rate only: below it, the idle polling of workers and pools weighs on every sale.
+    found += [_endtoend_limit(row) for row in rows if row.kind == "e2e" and row.result.rps]
+    return found + _scale_limit(rows)
+
+
+def _ceiling_limit(row: Row, rows: Sequence[Row], ceiling: Row) -> str:
+    goal = SALE_VS_CEILING if row.kind == "sale" else STATUS_VS_CEILING
+    ceiling_us = _us_per_request(ceiling.cpu.server, ceiling)
+    floor = _find(rows, f"floor-{row.kind}")
+    floor_text = "" if floor is None else f", the floor's {_us_per_request(floor.cpu.server, floor):.0f} µs"
+    return (
+        f"{row.name}: {_us_per_request(row.cpu.server, row):.0f} µs of server CPU per request, against the"
+        f" ceiling's {ceiling_us:.0f} µs{floor_text}; {goal:.1f}x the ceiling allows {ceiling_us / goal:.0f} µs"
+    )
+
+
+def _endtoend_limit(row: Row) -> str:
+    us = _us_per_request(row.cpu.server, row)
+    text = (
+        f"{row.name}: {us:.0f} µs of server CPU per sale, request to callback: the server's one core"
+        f" allows at most {1e6 / us:,.0f} sales/s"
+    )
+    if not row.cpu.postgres:
+        return text
+    pg_us = _us_per_request(row.cpu.postgres, row)
+    return (
+        f"{text}; PostgreSQL {pg_us:.0f} µs per sale, on the core it shares with the load: at most"
+        f" {1e6 / pg_us:,.0f}/s if it had that core to itself"
+    )
 
 
 def _scale_limit(rows: Sequence[Row]) -> list[str]:
     one = _find(rows, "scale-1")
     if one is None or not one.result.rps:
         return []
-    rps = one.result.rps
     parts = {"server": one.cpu.server, "PostgreSQL": one.cpu.postgres, "load": one.result.generator_cpu}
-    per_sale = sum(parts.values()) / rps
-    cores = len(os.sched_getaffinity(0))
-    most = cores / per_sale / rps
-    spent = ", ".join(f"{name} {share / rps * 1e6:.0f}" for name, share in parts.items())
+    per_sale = sum(parts.values()) / one.result.rps  # core-seconds
+    most = probe.cores() / per_sale
+    spent = ", ".join(f"{name} {_us_per_request(share, one):.0f}" for name, share in parts.items())
     return [
         f"scale: one sale cost {per_sale * 1e6:.0f} µs of CPU in all ({spent}) with one server process;"
-        f" this machine's {cores} cores allow at most {cores / per_sale:,.0f} sales/s, {most:.2f}x the one-process"
-        f" rate, so {SCALE_FACTOR}x needs {SCALE_FACTOR * per_sale * rps:.1f} cores at that cost"
+        f" this machine's {probe.cores()} cores allow at most {most:,.0f} sales/s, {most / one.result.rps:.2f}x"
+        f" the one-process rate, so {SCALE_FACTOR}x needs {SCALE_FACTOR * per_sale * one.result.rps:.1f} cores"
+        " at that cost"
     ]
