@@ -1,7 +1,8 @@
 """Kassa's API without HTTP: the ASGI app called directly with ASGI messages, 50 calls at a time, on a
 fresh SQLite database, so its own cost per request shows without uvicorn's and the load generator's.
 With ``--profile``, the measured calls run again under cProfile. Run:
-``python -m bench.inprocess status 20000 [--profile tottime]`` (or ``sale``)."""
+``python -m bench.inprocess status 20000 [--profile tottime]`` (or ``sale``, or ``floor-status``: the
+floor's status app, the least the same answer costs)."""
 
 from __future__ import annotations
 
@@ -66,7 +67,10 @@ async def _run(call: Call, path: str, bodies: list[bytes], count: int) -> float:
     return time.perf_counter() - started
 
 
-async def measure(kind: str, count: int, profile_sort: str | None) -> None:
+Workload = tuple[Call, str, list[bytes], Callable[[], None]]  # caller, path, bodies, clean-up
+
+
+async def _kassa(kind: str, count: int) -> Workload:
     # Imported here: the settings are read from the environment set up first.
     from kassa import logs
     from kassa.api.app import OperationDispatch
@@ -90,13 +94,28 @@ async def measure(kind: str, count: int, profile_sort: str | None) -> None:
     call = _caller(OperationDispatch(None, services))  # type: ignore[arg-type]
     sale_path = f"{settings.prefix}/api/v2/sale/{keys.endpoint_id}"
     orders = [await call(sale_path, sale_body(keys, f"seed-{n}").encode()) for n in range(200)]
-    if kind == "status":
-        ids = [orjson.loads(sent[1]["body"])["paynet-order-id"] for sent in orders]
-        bodies = [status_body(keys, order_id).encode() for order_id in ids]
-        path = f"{settings.prefix}/api/v2/status/{keys.endpoint_id}"
-    else:
-        bodies = [sale_body(keys, f"run-{n}").encode() for n in range(3 * count + 2000)]
-        path = sale_path
+    if kind == "sale":
+        sales = [sale_body(keys, f"run-{n}").encode() for n in range(3 * count + 2000)]
+        return call, sale_path, sales, services.db.close
+    ids = [orjson.loads(sent[1]["body"])["paynet-order-id"] for sent in orders]
+    path = f"{settings.prefix}/api/v2/status/{keys.endpoint_id}"
+    return call, path, [status_body(keys, order_id).encode() for order_id in ids], services.db.close
+
+
+def _floor() -> Workload:
+    """The floor's status (``bench/floor.py``) through the same caller: Kassa's status call against the
+    least the same answer costs."""
+    from bench import floor
+
+    database = os.path.join(os.environ["KASSA_DATA_DIR"], "floor.db")
+    floor.seed(database, 200)
+    keys = MerchantKeys(floor.LOGIN, floor.KEY, int(floor.ENDPOINT_ID))
+    bodies = [status_body(keys, str(order_id)).encode() for order_id in range(1, 201)]
+    return _caller(floor.Floor(database)), f"/api/v2/status/{floor.ENDPOINT_ID}", bodies, lambda: None
+
+
+async def measure(kind: str, count: int, profile_sort: str | None) -> None:
+    call, path, bodies, close = _floor() if kind == "floor-status" else await _kassa(kind, count)
     await _run(call, path, bodies[-2000:], 2000)  # warm-up (distinct sales: the last bodies)
     elapsed = await _run(call, path, bodies, count)
     print(f"{kind}: {count / elapsed:,.0f} calls/s, {elapsed / count * 1e6:.0f} µs a call (no HTTP)")
@@ -106,12 +125,12 @@ async def measure(kind: str, count: int, profile_sort: str | None) -> None:
         await _run(call, path, bodies[count : 2 * count] if kind == "sale" else bodies, count)
         profiler.disable()
         pstats.Stats(profiler).sort_stats(profile_sort).print_stats(40)
-    services.db.close()
+    close()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("kind", choices=["status", "sale"])
+    parser.add_argument("kind", choices=["status", "sale", "floor-status"])
     parser.add_argument("count", type=int, nargs="?", default=20000)
     parser.add_argument("--profile", metavar="SORT", help="cProfile sort key, e.g. tottime or cumulative")
     args = parser.parse_args()
