@@ -9,8 +9,16 @@ from sqlalchemy import Connection
 from kassa.api.context import Reply
 from kassa.api.errors import ApiError, Code
 from kassa.domain.merchants import Endpoint
+from kassa.domain.orders import OrderRuleError, Refusal
 from kassa.storage import orders as order_store
 from kassa.storage.prepared import Record
+
+_REFUSAL_CODES = {Refusal.STATE: Code.STATE, Refusal.AMOUNT: Code.AMOUNT}
+
+
+def refusal(refused: OrderRuleError) -> ApiError:
+    """An order rule's refusal as the merchant gets it (codes 6 and 7)."""
+    return ApiError(_REFUSAL_CODES[refused.refusal], refused.message)
 
 
 def serving_endpoint(addressed: Endpoint, currency: str) -> Endpoint:

@@ -14,17 +14,15 @@ from dataclasses import dataclass
 from sqlalchemy import Connection
 
 from kassa.api.context import OperationRequest, Reply
-from kassa.api.errors import ApiError, Code, field_error
-from kassa.api.handlers.common import async_reply, locked_order
+from kassa.api.errors import field_error
+from kassa.api.handlers.common import async_reply, locked_order, refusal
 from kassa.clock import now_ms
 from kassa.domain.lifecycle import Stage, TxType
 from kassa.domain.money import Currency
-from kassa.domain.orders import OrderRuleError, OrderState, Refusal, plan_capture, plan_return, plan_void
+from kassa.domain.orders import OrderRuleError, OrderState, plan_capture, plan_return, plan_void
 from kassa.storage import orders as order_store
 
 Plan = Callable[[OrderState, int | None], tuple[TxType, int]]
-
-_REFUSAL_CODES = {Refusal.STATE: Code.STATE, Refusal.AMOUNT: Code.AMOUNT}
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +60,7 @@ async def _follow_up(req: OperationRequest, plan: Plan) -> Reply:
         try:
             tx_type, planned = plan(order_store.order_state(conn, order), amount)
         except OrderRuleError as refused:
-            raise ApiError(_REFUSAL_CODES[refused.refusal], refused.message) from None
+            raise refusal(refused) from None
         order_store.add_transaction(conn, order, tx_type, planned, req.serial, now, stage=Stage.PROCESSING)
         return Added(order["id"], order["endpoint_id"])
 
