@@ -12,7 +12,7 @@ from enum import StrEnum
 from kassa.api import fields as f
 from kassa.api.context import Handler
 from kassa.api.fields import Field
-from kassa.api.handlers import followups, payments, status, threeds
+from kassa.api.handlers import card_refs, followups, payments, status, threeds
 from kassa.signing import control
 from kassa.signing.control import ControlFormula
 
@@ -241,11 +241,11 @@ OPERATIONS: tuple[Operation, ...] = (
     _op("/api/v2/capture", "CAPTURE", "CaptureRequest", ASYNC,
         control.CAPTURE_LIKE, CAPTURE_FIELDS, followups.capture, "Capture a preauth, fully or partially"),
     _op("/api/v2/create-card-ref", "CARDREF", "CreateCardRefRequest", CARD_REF,
-        control.ORDER_REF, ORDER_REF_FIELDS, None, "Card reference from an approved order"),
+        control.ORDER_REF, ORDER_REF_FIELDS, card_refs.create_card_ref, "Card reference from an approved order"),
     _op("/api/v2/get-card-info", "CARDINFO", "GetCardInfoRequest", "CardInfoAsyncResponse",
-        control.CARD_INFO, CARD_INFO_FIELDS, None, "Read a stored card by reference"),
+        control.CARD_INFO, CARD_INFO_FIELDS, card_refs.get_card_info, "Read a stored card by reference"),
     _op("/api/v2/make-rebill", "REBILL", "RebillRequest", ASYNC,
-        control.REBILL, REBILL_FIELDS, None, "Charge a stored card without the cardholder"),
+        control.REBILL, REBILL_FIELDS, card_refs.make_rebill, "Charge a stored card without the cardholder"),
     _op("/api/v2/payment-form", "PAYMENTFORM", "PaymentFormRequest", SALE_FORM,
         control.SALE_LIKE, FORM_FIELDS, payments.sale_form, "Universal hosted payment form"),
     _op("/api/v2/payout-form", "PAYOUTFORM", "PayoutFormRequest", SALE_FORM,

@@ -131,6 +131,10 @@ class Expiry:
     month: int
     year: int  # four digits, so comparisons need no century guess
 
+    def passed(self, today: datetime.date) -> bool:
+        """Cards are valid through the last day of the expiry month, so months are compared, not dates."""
+        return (self.year, self.month) < (today.year, today.month)
+
 
 def parse_expiry(month: str, year: str, today: datetime.date) -> Expiry:
     """`today` is passed in so the caller decides the clock (and tests can pin it)."""
@@ -139,8 +143,7 @@ def parse_expiry(month: str, year: str, today: datetime.date) -> Expiry:
     if _YEAR.fullmatch(year) is None:
         raise CardError("expire_year must be 2 or 4 digits", field="expire_year")
     expiry = Expiry(int(month), int(year) + (2000 if len(year) == 2 else 0))
-    # Cards are valid through the last day of the expiry month, so compare months, not dates.
-    if (expiry.year, expiry.month) < (today.year, today.month):
+    if expiry.passed(today):
         raise CardError("card is expired")
     if expiry.year > today.year + _MAX_YEARS_AHEAD:
         raise CardError(f"expire_year must be at most {_MAX_YEARS_AHEAD} years ahead", field="expire_year")

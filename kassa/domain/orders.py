@@ -13,6 +13,8 @@ from enum import StrEnum
 from kassa.domain.lifecycle import Stage, TxType, is_final
 
 MONEY_IN = frozenset({TxType.SALE, TxType.CAPTURE})
+# Orders whose card the issuer approved with the cardholder there, so it may be stored for rebills.
+CARD_STORING = frozenset({TxType.SALE, TxType.PREAUTH, TxType.ACCOUNT_VERIFICATION})
 
 
 class Refusal(StrEnum):
@@ -130,6 +132,13 @@ def plan_void(order: OrderState) -> int:
     if order.any_of([TxType.REVERSAL]):
         raise OrderRuleError(Refusal.STATE, "the order has returns: use return")
     return order.captured or order.amount
+
+
+def plan_card_ref(order: OrderState) -> None:
+    """A card reference is made from an approved sale, preauth or account verification; returns,
+    captures and voids after it do not matter: the card was good."""
+    if order.kind not in CARD_STORING or not order.root.approved:
+        raise OrderRuleError(Refusal.STATE, "create-card-ref needs an approved sale, preauth or account verification")
 
 
 def _within(amount: int | None, available: int, what: str) -> int:

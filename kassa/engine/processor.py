@@ -31,6 +31,7 @@ class AuthorizationRequest:
     amount: int
     currency: str
     card: CardDetails | None
+    cardholder_present: bool = True  # False for a rebill: no 3-D Secure, nobody could answer it
 
 
 class Processor(Protocol):

@@ -49,7 +49,9 @@ class SandboxProcessor:
         return decide(trigger, has_cvv, request.order_id, request.serial)
 
     async def three_ds_path(self, request: AuthorizationRequest) -> ThreeDSPath | None:
-        if request.tx_type not in _CARDHOLDER_PRESENT or request.card is None or not request.card.cvv:
+        if not request.cardholder_present or request.tx_type not in _CARDHOLDER_PRESENT:
+            return None
+        if request.card is None or not request.card.cvv:
             return None
         return THREE_DS_PATHS.get(request.card.cvv)
 

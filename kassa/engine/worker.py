@@ -191,6 +191,7 @@ class Worker(Consumer):
             amount=tx["amount"],
             currency=tx["currency"],
             card=details,
+            cardholder_present=work.order["card_ref_id"] is None,
         )
 
     async def _after_failure(self, job: Job) -> None:

@@ -88,6 +88,9 @@ orders = Table(
     Column("amount", BigInteger, nullable=False),
     Column("currency", String(3), nullable=False),
     Column("card_id", ForeignKey("cards.id")),
+    # The card reference a rebill charged (no cardholder present). No foreign key: card_refs refers to
+    # orders already, and a cycle of keys would complicate every migration.
+    Column("card_ref_id", BigInteger),
     Column("email", String(254), nullable=False, default=""),
     Column("order_desc", Text, nullable=False, default=""),
     Column("customer", Text, nullable=False, default="{}"),
@@ -99,6 +102,19 @@ orders = Table(
     Column("created_at_ms", BigInteger, nullable=False),
     UniqueConstraint("endpoint_id", "client_orderid", name="uq_orders_endpoint_client_orderid"),
     Index("ix_orders_merchant_created", "merchant_id", "created_at_ms"),
+    sqlite_autoincrement=True,
+)
+
+# A stored card's reference (CONTRACT §13), made from an approved order, one per order; the merchant's
+# alone. Rebills charge the card it names.
+card_refs = Table(
+    "card_refs",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("merchant_id", ForeignKey("merchants.id"), nullable=False),
+    Column("card_id", ForeignKey("cards.id"), nullable=False),
+    Column("order_id", ForeignKey("orders.id"), nullable=False, unique=True),
+    Column("created_at_ms", BigInteger, nullable=False),
     sqlite_autoincrement=True,
 )
 

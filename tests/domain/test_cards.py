@@ -218,6 +218,12 @@ def test_card_is_valid_through_last_day_of_expiry_month() -> None:
     assert parse_expiry("06", "25", datetime.date(2025, 6, 1)) == Expiry(6, 2025)
 
 
+def test_stored_expiry_passes_on_the_first_day_of_the_next_month() -> None:
+    assert not Expiry(6, 2025).passed(datetime.date(2025, 6, 30))
+    assert Expiry(6, 2025).passed(datetime.date(2025, 7, 1))
+    assert Expiry(12, 2024).passed(datetime.date(2025, 1, 1))
+
+
 def test_card_is_expired_from_first_day_of_next_month() -> None:
     with pytest.raises(CardError, match="card is expired") as caught:
         parse_expiry("06", "2025", datetime.date(2025, 7, 1))

@@ -12,6 +12,7 @@ from kassa.domain.orders import (
     TxRecord,
     may_expire,
     plan_capture,
+    plan_card_ref,
     plan_return,
     plan_void,
 )
@@ -92,3 +93,21 @@ def test_only_untouched_authorizations_expire() -> None:
     assert may_expire(order(TxType.PREAUTH, 100))
     assert not may_expire(order(TxType.PREAUTH, 100, TxRecord(TxType.CAPTURE, APPROVED, 100)))
     assert not may_expire(order(TxType.SALE, 100))
+
+
+@pytest.mark.parametrize("kind", [TxType.SALE, TxType.PREAUTH, TxType.ACCOUNT_VERIFICATION])
+def test_card_ref_is_made_from_an_approved_card_order(kind: TxType) -> None:
+    plan_card_ref(order(kind, 1_000))
+
+
+def test_card_ref_of_a_returned_sale_is_still_allowed() -> None:
+    plan_card_ref(order(TxType.SALE, 1_000, TxRecord(TxType.REVERSAL, APPROVED, 1_000)))
+
+
+@pytest.mark.parametrize("root", [PROCESSING, DECLINED, Stage.THREE_D_VALIDATING, Stage.UNKNOWN])
+def test_card_ref_of_an_order_not_approved_is_refused(root: Stage) -> None:
+    refused(Refusal.STATE, plan_card_ref, order(TxType.SALE, 1_000, root=root))
+
+
+def test_card_ref_of_a_payout_is_refused() -> None:
+    refused(Refusal.STATE, plan_card_ref, order(TxType.PAYOUT, 1_000))

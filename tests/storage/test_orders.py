@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 import pytest
@@ -49,8 +50,24 @@ def _sale(
     card = order_store.NewCard(b"ciphertext", "f" * 64, "411111", "1111", "VISA", 12, 2030, "Jane Doe")
     return order_store.NewOrder(
         merchant_id, endpoint_id, client_orderid, TxType.SALE, 1042, "USD", "a@example.com", "", "{}",
-        None, server_callback_url, notify_url, None, "fingerprint", serial, card, b"cvv", 1, lease=lease,
+        None, server_callback_url, notify_url, None, "fingerprint", serial, 1, card=card, cvv_ciphertext=b"cvv",
+        lease=lease,
     )  # fmt: skip
+
+
+def test_reused_client_orderid_of_a_rebill_keeps_the_stored_card(db: Database) -> None:
+    merchant_id, endpoint_id = _endpoint(db)
+    sale = db.write_sync(lambda conn: order_store.start_order(conn, _sale(merchant_id, endpoint_id, "o-1", "s-1")))
+    card_id = db.read_sync(lambda conn: conn.execute(select(orders.c.card_id)).scalar_one())
+    charging = _sale(merchant_id, endpoint_id, "r-1", "s-2")
+    rebill = dataclasses.replace(charging, card=None, card_id=card_id, card_ref_id=7)
+    first = db.write_sync(lambda conn: order_store.start_order(conn, rebill))
+    again = db.write_sync(lambda conn: order_store.start_order(conn, dataclasses.replace(rebill, serial="s-3")))
+    assert (first.created, again.created, again.order_id) == (True, False, first.order_id)
+    assert first.order_id != sale.order_id
+    assert _count(db, cards) == 1  # the card both orders charge is still there
+    snapshot = db.read_sync(lambda conn: order_store.find_order(conn, [endpoint_id], first.order_id, None))
+    assert snapshot is not None and snapshot.card is not None and snapshot.order["card_ref_id"] == 7
 
 
 def _count(db: Database, table: object) -> int:

@@ -1,5 +1,6 @@
 """Card operations that start an order: sale, preauth and account verification, sent with the card
-or as hosted forms (the card is then collected on the gateway's page)."""
+or as hosted forms (the card is then collected on the gateway's page). Rebills (``card_refs``) start
+theirs through the same ``new_order`` and ``open_order``."""
 
 from __future__ import annotations
 
@@ -58,7 +59,15 @@ async def start_card_order(req: OperationRequest, tx_type: TxType, *, hosted: bo
     problem = endpoint.amount_limit_problem(values["amount"]) if tx_type is not TxType.ACCOUNT_VERIFICATION else None
     if problem:
         raise ApiError(Code.AMOUNT, problem)
-    new = _new_order(req, tx_type, endpoint.id, cur, hosted)
+    if hosted:
+        return await open_order(req, new_order(req, tx_type, endpoint.id, cur, hosted=True))
+    card = new_card(req.services.vault, req.merchant_id, values)
+    return await open_order(req, new_order(req, tx_type, endpoint.id, cur, card=card))
+
+
+async def open_order(req: OperationRequest, new: NewOrder) -> Reply:
+    """Writes the new order (or finds the one its client_orderid started), starts its processing and
+    answers: ``async-response``, or ``async-form-response`` for a hosted form."""
     started = await req.services.db.write(lambda conn: order_store.start_order(conn, new))
     if not started.created and started.request_fingerprint != new.request_fingerprint:
         raise ApiError(Code.DUPLICATE, "client_orderid was already used with different fields")
@@ -83,8 +92,20 @@ def _currency(req: OperationRequest) -> Currency:
     return money.currency(req.endpoint.currency)
 
 
-def _new_order(req: OperationRequest, tx_type: TxType, endpoint_id: int, cur: Currency, hosted: bool) -> NewOrder:
+def new_order(
+    req: OperationRequest,
+    tx_type: TxType,
+    endpoint_id: int,
+    cur: Currency,
+    *,
+    card: NewCard | None = None,
+    stored: tuple[int, int] | None = None,
+    hosted: bool = False,
+) -> NewOrder:
+    """The order a request starts, paid with the ``card`` it sent, a card ``stored`` before (its
+    reference and card id), or, ``hosted``, a card the gateway's page will collect."""
     values, settings = req.values, req.services.settings
+    cvv: str | None = values.get("cvv2")
     return NewOrder(
         merchant_id=req.merchant_id,
         endpoint_id=endpoint_id,
@@ -101,9 +122,11 @@ def _new_order(req: OperationRequest, tx_type: TxType, endpoint_id: int, cur: Cu
         merchant_data=values.get("merchant_data"),
         request_fingerprint=request_fingerprint(req),
         serial=req.serial,
-        card=None if hosted else new_card(req.services.vault, req.merchant_id, values),
-        cvv_ciphertext=None if hosted else req.services.vault.encrypt(values["cvv2"], cvv_context(req.serial)),
         now_ms=now_ms(),
+        card=card,
+        card_ref_id=stored[0] if stored else None,
+        card_id=stored[1] if stored else None,
+        cvv_ciphertext=req.services.vault.encrypt(cvv, cvv_context(req.serial)) if cvv else None,
         form_ttl_ms=int(settings.session_ttl_seconds * 1000) if hosted else None,
         lease=None if hosted else req.services.job_lease(),
     )

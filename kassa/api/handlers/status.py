@@ -98,6 +98,7 @@ def _status_fields(req: OperationRequest, snapshot: OrderSnapshot, tx: Record) -
         reply.update(_card_fields(card))
     optional = {
         "descriptor": endpoint.descriptor,
+        "card-ref-id": order["card_ref_id"] and str(order["card_ref_id"]),
         "email": order["email"],
         "approval-code": tx["approval_code"],
         "processor-rrn": tx["processor_rrn"],

@@ -1,0 +1,89 @@
+"""Card references (CONTRACT §13): create-card-ref stores the card of an approved order for reuse,
+get-card-info shows what may be shown of it, make-rebill charges it with no cardholder present."""
+
+from __future__ import annotations
+
+import datetime
+
+from sqlalchemy import Connection
+
+from kassa.api.context import OperationRequest, Reply
+from kassa.api.errors import ApiError, Code, field_error
+from kassa.api.handlers.common import locked_order, refusal, serving_endpoint
+from kassa.api.handlers.payments import new_order, open_order
+from kassa.clock import now_ms
+from kassa.domain import cards
+from kassa.domain.lifecycle import TxType
+from kassa.domain.money import Currency
+from kassa.domain.orders import OrderRuleError, plan_card_ref
+from kassa.storage import card_refs as card_ref_store
+from kassa.storage import orders as order_store
+from kassa.storage.prepared import Record
+
+_MAX_REF_DIGITS = 18  # an int64 id
+
+
+async def create_card_ref(req: OperationRequest) -> Reply:
+    values = req.values
+    endpoint_ids = req.endpoint.member_ids()
+    now = now_ms()
+
+    def unit(conn: Connection) -> int:
+        order = locked_order(conn, endpoint_ids, values["orderid"], values["client_orderid"])
+        try:
+            plan_card_ref(order_store.order_state(conn, order))
+        except OrderRuleError as refused:
+            raise refusal(refused) from None
+        return card_ref_store.reference(conn, order, now)
+
+    ref_id = await req.services.db.write(unit)
+    return {
+        "type": "create-card-ref-response",
+        "serial-number": req.serial,
+        "status": "approved",
+        "merchant-order-id": values["client_orderid"],
+        "paynet-order-id": str(values["orderid"]),
+        "card-ref-id": str(ref_id),
+    }
+
+
+async def get_card_info(req: OperationRequest) -> Reply:
+    _ref_id, card = await _stored_card(req)
+    fields = {
+        "card-printed-name": card["holder_name"],
+        "bin": card["bin"],
+        "last-four-digits": card["last_four"],
+        "expire-month": f"{card['exp_month']:02d}",
+        "expire-year": str(card["exp_year"]),
+        "card-type": card["brand"] or "",
+    }
+    return {"type": "get-card-info-response", "serial-number": req.serial, **{k: v for k, v in fields.items() if v}}
+
+
+async def make_rebill(req: OperationRequest) -> Reply:
+    """A new sale order on the stored card; the CVV, when sent, goes to the acquirer but starts no 3-D
+    Secure: nobody is there to answer a challenge."""
+    cur: Currency = req.values["currency"]
+    endpoint = serving_endpoint(req.endpoint, cur.code)
+    if problem := endpoint.amount_limit_problem(req.values["amount"]):
+        raise ApiError(Code.AMOUNT, problem)
+    ref_id, card = await _stored_card(req)
+    expiry = cards.Expiry(card["exp_month"], card["exp_year"])
+    if expiry.passed(datetime.datetime.now(datetime.UTC).date()):
+        raise field_error("cardrefid", "names a card that has expired")
+    return await open_order(req, new_order(req, TxType.SALE, endpoint.id, cur, stored=(ref_id, card["id"])))
+
+
+async def _stored_card(req: OperationRequest) -> tuple[int, Record]:
+    text: str = req.values["cardrefid"]
+    if not (text.isascii() and text.isdigit() and len(text) <= _MAX_REF_DIGITS):
+        raise _no_such_reference()
+    ref_id, merchant_id = int(text), req.merchant_id
+    card = await req.services.db.read(lambda conn: card_ref_store.card_of(conn, merchant_id, ref_id))
+    if card is None:
+        raise _no_such_reference()
+    return ref_id, card
+
+
+def _no_such_reference() -> ApiError:
+    return ApiError(Code.NOT_FOUND, "no such card reference for this merchant")
