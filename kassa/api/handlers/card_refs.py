@@ -9,7 +9,7 @@ from sqlalchemy import Connection
 
 from kassa.api.context import OperationRequest, Reply
 from kassa.api.errors import ApiError, Code, field_error
-from kassa.api.handlers.common import locked_order, refusal, serving_endpoint
+from kassa.api.handlers.common import card_fields, locked_order, refusal, serving_endpoint
 from kassa.api.handlers.payments import new_order, open_order
 from kassa.clock import now_ms
 from kassa.domain import cards
@@ -21,6 +21,15 @@ from kassa.storage import orders as order_store
 from kassa.storage.prepared import Record
 
 _MAX_REF_DIGITS = 18  # an int64 id
+# get-card-info names the card fields status reports (CONTRACT §5) its own way.
+_CARD_INFO_NAMES = {
+    "cardholder-name": "card-printed-name",
+    "bin": "bin",
+    "last-four-digits": "last-four-digits",
+    "card-exp-month": "expire-month",
+    "card-exp-year": "expire-year",
+    "card-type": "card-type",
+}
 
 
 async def create_card_ref(req: OperationRequest) -> Reply:
@@ -49,15 +58,8 @@ async def create_card_ref(req: OperationRequest) -> Reply:
 
 async def get_card_info(req: OperationRequest) -> Reply:
     _ref_id, card = await _stored_card(req)
-    fields = {
-        "card-printed-name": card["holder_name"],
-        "bin": card["bin"],
-        "last-four-digits": card["last_four"],
-        "expire-month": f"{card['exp_month']:02d}",
-        "expire-year": str(card["exp_year"]),
-        "card-type": card["brand"] or "",
-    }
-    return {"type": "get-card-info-response", "serial-number": req.serial, **{k: v for k, v in fields.items() if v}}
+    shown = {_CARD_INFO_NAMES[name]: value for name, value in card_fields(card).items()}
+    return {"type": "get-card-info-response", "serial-number": req.serial, **shown}
 
 
 async def make_rebill(req: OperationRequest) -> Reply:

@@ -47,3 +47,16 @@ def locked_order(conn: Connection, endpoint_ids: Sequence[int], order_id: int, c
     if order is None or order["client_orderid"] != client_orderid:
         raise ApiError(Code.NOT_FOUND, "no such order for this endpoint and client_orderid")
     return order_store.lock_order(conn, order_id)
+
+
+def card_fields(card: Record) -> Reply:
+    """What may be shown of a stored card (BIN and last four at most), named as status reports it."""
+    fields = {
+        "bin": card["bin"],
+        "last-four-digits": card["last_four"],
+        "card-exp-month": f"{card['exp_month']:02d}",
+        "card-exp-year": str(card["exp_year"]),
+        "cardholder-name": card["holder_name"],
+        "card-type": card["brand"] or "",
+    }
+    return {name: value for name, value in fields.items() if value}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kassa.api.context import OperationRequest, Reply
 from kassa.api.errors import ApiError, Code, field_error
+from kassa.api.handlers.common import card_fields
 from kassa.clock import date_time_text
 from kassa.domain import money
 from kassa.domain.lifecycle import Stage, TxType, order_stage, status_of
@@ -95,7 +96,7 @@ def _status_fields(req: OperationRequest, snapshot: OrderSnapshot, tx: Record) -
         "paynet-processing-date": date_time_text(tx["updated_at_ms"]),
     }
     if card is not None:
-        reply.update(_card_fields(card))
+        reply.update(card_fields(card))
     optional = {
         "descriptor": endpoint.descriptor,
         "card-ref-id": order["card_ref_id"] and str(order["card_ref_id"]),
@@ -108,15 +109,3 @@ def _status_fields(req: OperationRequest, snapshot: OrderSnapshot, tx: Record) -
     }
     reply.update({name: value for name, value in optional.items() if value})
     return reply
-
-
-def _card_fields(card: Record) -> Reply:
-    fields = {
-        "bin": card["bin"],
-        "last-four-digits": card["last_four"],
-        "card-exp-month": f"{card['exp_month']:02d}",
-        "card-exp-year": str(card["exp_year"]),
-        "cardholder-name": card["holder_name"],
-        "card-type": card["brand"] or "",
-    }
-    return {name: value for name, value in fields.items() if value}
