@@ -33,7 +33,8 @@ from bench.ceiling import CONTENT_TYPE, Message, lifespan, read_body
 from kassa import randomness
 from kassa.clock import date_time_text, now_ms
 from kassa.domain import cards, money
-from kassa.domain.lifecycle import Stage, TxType, order_stage, status_of
+from kassa.domain.lifecycle import Stage, status_of
+from kassa.domain.transactions import TxType, order_stage
 from kassa.ops.processes import serve
 from kassa.signing.control import control_of
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 
 from kassa.domain.merchants import Endpoint
 from kassa.engine.callbacks import CallbackConfig, CallbackDispatcher
-from kassa.engine.sandbox import SandboxProcessor
 from kassa.engine.scheduler import Scheduler
 from kassa.engine.worker import Worker, WorkerConfig
+from kassa.sandbox.acquirer import SandboxProcessor
 from kassa.settings import Settings
 from kassa.storage import merchants as merchant_store
 from kassa.storage.database import Database, open_database
@@ -85,6 +85,8 @@ def build_services(settings: Settings, worker_count: int) -> Services:
         settings.job_lease_seconds,
         settings.reconcile_delay_seconds,
         settings.session_ttl_seconds,
+        settings.job_max_attempts,
+        settings.job_retry_delay,
     )
     directory = EndpointDirectory(db, settings.endpoint_cache_seconds)
     if not worker_count:  # an API-only process: jobs, callbacks and scheduled work run elsewhere

@@ -43,6 +43,8 @@ class Settings:
     callback_backoff: float = 1.435
     callback_max_attempts: int = 30
     session_ttl_seconds: float = 1800.0
+    job_max_attempts: int = 5
+    job_retry_delay: float = 1.0
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -73,6 +75,8 @@ class Settings:
             callback_backoff=float(_env("CALLBACK_BACKOFF", "1.435")),
             callback_max_attempts=int(_env("CALLBACK_MAX_ATTEMPTS", "30")),
             session_ttl_seconds=float(_env("SESSION_TTL_SECONDS", "1800")),
+            job_max_attempts=int(_env("JOB_MAX_ATTEMPTS", "5")),
+            job_retry_delay=float(_env("JOB_RETRY_DELAY", "1")),
         )
 
     @property

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kassa.api.operations import OPERATIONS, RESPONSE_TYPES, OAuth, Operation
+from kassa.api.operations import OPERATIONS, OAuth, Operation, Response
 
 _ERROR_SCHEMA = {
     "type": "object",
@@ -29,7 +29,7 @@ def document(prefix: str) -> dict[str, Any]:
         paths[f"{op.path}/{{endpointId}}"] = {"post": _operation(op, "endpointId")}
         paths[f"{op.path}/group/{{endpointGroupId}}"] = {"post": _operation(op, "endpointGroupId")}
         schemas[op.request_schema] = _request_schema(op)
-        schemas.setdefault(op.response_schema, _response_schema(op.response_schema))
+        schemas.setdefault(op.response.schema, _response_schema(op.response))
     return {
         "openapi": "3.1.0",
         "info": {"title": "Kassa server-to-server API", "version": "dev"},
@@ -71,7 +71,7 @@ def _operation(op: Operation, id_name: str) -> dict[str, Any]:
             },
         },
         "responses": {
-            "200": {"description": "accepted", **ref(op.response_schema)},
+            "200": {"description": "accepted", **ref(op.response.schema)},
             "400": {"description": "validation error", **ref("ValidationErrorResponse")},
             "500": {"description": "server error", **ref("ServerErrorResponse")},
         },
@@ -93,10 +93,10 @@ def _request_schema(op: Operation) -> dict[str, Any]:
     }
 
 
-def _response_schema(name: str) -> dict[str, Any]:
+def _response_schema(response: Response) -> dict[str, Any]:
     return {
         "type": "object",
-        "description": f"type = {RESPONSE_TYPES[name]}; every value is a string",
-        "properties": {"type": {"const": RESPONSE_TYPES[name]}, "serial-number": {"type": "string"}},
+        "description": f"type = {response.type}; every value is a string",
+        "properties": {"type": {"const": response.type}, "serial-number": {"type": "string"}},
         "additionalProperties": {"type": "string"},
     }

@@ -16,13 +16,14 @@ from kassa.api.context import OperationRequest
 from kassa.api.errors import ApiError, Code, field_error, internal_error
 from kassa.api.fields import validate
 from kassa.api.operations import Operation
-from kassa.api.parsing import parse_form, read_body, request_headers
 from kassa.api.rendering import Answer, render, wants_json
 from kassa.api.signatures import verify
 from kassa.domain.merchants import Endpoint, Mode
 from kassa.engine import targets
 from kassa.logs import serial_var
 from kassa.runtime import Services
+from kassa.web.addresses import base_url
+from kassa.web.forms import FormError, parse_form, read_body, request_headers
 
 log = logging.getLogger("kassa.api")
 
@@ -77,13 +78,16 @@ async def _run(
     exchange.classic = not json_asked  # known before the body is read: a classic client gets every refusal classic
     if endpoint is None or not endpoint.enabled:
         raise ApiError(Code.ENDPOINT, f"unknown or disabled endpoint {path_id}")
-    body = await read_body(receive, headers.get("content-length", ""))
-    form = _canonical_form(op, parse_form(body))
+    try:
+        body = await read_body(receive, headers.get("content-length", ""))
+        form = _canonical_form(op, parse_form(body))
+    except FormError as unreadable:
+        raise ApiError(Code.FIELD, str(unreadable)) from None
     exchange.client_orderid = form.get("client_orderid") or None
     values = validate(op.fields, form)
     verify(op, endpoint, path_id, form, values)
     await _guard_callback_targets(endpoint, values)
-    base = base_url(services, scope["scheme"], headers.get("host") or Request(scope).url.netloc)
+    base = base_url(services.settings, scope["scheme"], headers.get("host") or Request(scope).url.netloc)
     checked = OperationRequest(op, exchange.serial, endpoint, values, form, services, base)
     key = headers.get("idempotency-key")
     if key is None:
@@ -96,21 +100,10 @@ async def _answer(checked: OperationRequest, exchange: Exchange) -> Answer:
     """The handler's answer, refusals included (they are answers a repeated key must get again)."""
     assert checked.op.handler is not None
     try:
-        return render(await checked.op.handler(checked), classic=exchange.classic)
+        fields = {"type": checked.op.response.type, **await checked.op.handler(checked)}
+        return render(fields, classic=exchange.classic)
     except ApiError as refusal:
         return exchange.refusal(refusal)
-
-
-def public_base(request: Request, services: Services) -> str:
-    """Where customers reach the gateway: KASSA_PUBLIC_URL, else the address this request came to."""
-    # The Host header directly: building request.url is slow, and needed only without one (HTTP/1.0).
-    return base_url(services, request.scope["scheme"], request.headers.get("host") or request.url.netloc)
-
-
-def base_url(services: Services, scheme: str, host: str) -> str:
-    """KASSA_PUBLIC_URL, else ``scheme://host``, with the API prefix."""
-    origin = services.settings.public_url or f"{scheme}://{host}"
-    return origin.rstrip("/") + services.settings.prefix
 
 
 async def _guard_callback_targets(endpoint: Endpoint, values: dict[str, object]) -> None:

@@ -1,4 +1,5 @@
-"""Double-entry postings for card money movements. Every posting's entries sum to zero.
+"""Double-entry postings for money movements; every posting's entries sum to zero. What a transaction
+type's approval does is its row's ``Effect`` (``transactions``); how each effect posts is here.
 
 Accounts, per merchant and currency:
 - ``external``: the card networks' side (money owed to or by them);
@@ -14,8 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import assert_never
 
-from kassa.domain.lifecycle import TxType
+from kassa.domain.transactions import Effect, TxType, rule
 
 
 class Account(StrEnum):
@@ -45,35 +47,51 @@ def _move(source: Account, target: Account, amount: int) -> Posting:
     return [(source, -amount), (target, amount)] if amount else []
 
 
-# Postings that move money already on the order's accounts, and so depend on its balances.
-NEEDS_BALANCES = frozenset({TxType.CAPTURE, TxType.CANCEL, TxType.VOID, TxType.REVERSAL})
+class NoPostingRule(Exception):
+    """A transaction type whose approval has no posting rule yet (``Effect.NOT_BUILT``)."""
+
+
+def needs_balances(tx_type: TxType) -> bool:
+    """Whether the posting depends on the order's balances (it moves money already on its accounts)."""
+    return rule(tx_type).on_approved in _FROM_BALANCES
+
+
+_FROM_BALANCES = frozenset({Effect.CAPTURE_HOLD, Effect.RELEASE_HOLD, Effect.RELEASE_ALL, Effect.GIVE_BACK})
 
 
 def on_approved(tx_type: TxType, amount: int, balances: Balances, *, multi_capture: bool) -> Posting:
     """The posting for a transaction of ``tx_type`` that just became approved."""
-    match tx_type:
-        case TxType.SALE:
+    return posting(rule(tx_type).on_approved, amount, balances, multi_capture=multi_capture)
+
+
+def posting(effect: Effect, amount: int, balances: Balances, *, multi_capture: bool) -> Posting:
+    match effect:
+        case Effect.BRING_IN:
             return _move(Account.EXTERNAL, Account.CAPTURED, amount)
-        case TxType.PREAUTH:
+        case Effect.HOLD:
             return _move(Account.EXTERNAL, Account.HELD, amount)
-        case TxType.CAPTURE:
-            posting = _move(Account.HELD, Account.CAPTURED, amount)
-            if not multi_capture:  # a single partial capture releases the rest of the hold
-                posting += _move(Account.HELD, Account.EXTERNAL, balances.held - amount)
-            return posting
-        case TxType.CANCEL:
+        case Effect.CAPTURE_HOLD:
+            captured = _move(Account.HELD, Account.CAPTURED, amount)
+            if multi_capture:
+                return captured
+            return captured + _move(Account.HELD, Account.EXTERNAL, balances.held - amount)  # releases the rest
+        case Effect.RELEASE_HOLD:
             return _move(Account.HELD, Account.EXTERNAL, balances.held)
-        case TxType.VOID:
+        case Effect.RELEASE_ALL:
             return _move(Account.HELD, Account.EXTERNAL, balances.held) + _move(
                 Account.CAPTURED, Account.EXTERNAL, balances.captured
             )
-        case TxType.REVERSAL:
+        case Effect.GIVE_BACK:
             unsettled = min(amount, balances.captured)
             return _move(Account.CAPTURED, Account.EXTERNAL, unsettled) + _move(
                 Account.SETTLED, Account.EXTERNAL, amount - unsettled
             )
-        case _:
+        case Effect.NONE:
             return []
+        case Effect.NOT_BUILT:
+            raise NoPostingRule(f"no posting rule for {effect}")
+        case _:
+            assert_never(effect)
 
 
 def on_settlement(balances: Balances) -> Posting:

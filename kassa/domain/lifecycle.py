@@ -1,4 +1,5 @@
-"""Statuses, transaction types and order stages of CONTRACT §6, with the allowed stage transitions.
+"""Statuses and stages of CONTRACT §6, with the allowed stage transitions (transaction types and their
+stage prefixes are in ``transactions``).
 
 The transitions are data: one table, checked by one function. No handler or worker decides on its own
 which stage may follow which.
@@ -7,20 +8,6 @@ which stage may follow which.
 from __future__ import annotations
 
 from enum import StrEnum
-
-
-class TxType(StrEnum):
-    SALE = "sale"
-    PREAUTH = "preauth"
-    CAPTURE = "capture"
-    CANCEL = "cancel"
-    REVERSAL = "reversal"
-    VOID = "void"
-    ACCOUNT_VERIFICATION = "account-verification"
-    PAYOUT = "payout"
-    TRANSFER = "transfer"
-    PAN_ELIGIBILITY = "pan-eligibility"
-    CHARGEBACK = "chargeback"
 
 
 class Stage(StrEnum):
@@ -43,20 +30,6 @@ class Status(StrEnum):
     ERROR = "error"
     UNKNOWN = "unknown"
 
-
-STAGE_PREFIX: dict[TxType, str] = {
-    TxType.SALE: "sale",
-    TxType.PREAUTH: "auth",
-    TxType.CAPTURE: "capture",
-    TxType.CANCEL: "cancel",
-    TxType.REVERSAL: "reversal",
-    TxType.VOID: "void",
-    TxType.ACCOUNT_VERIFICATION: "verify",
-    TxType.PAYOUT: "payout",
-    TxType.TRANSFER: "transfer",
-    TxType.PAN_ELIGIBILITY: "pan_eligibility",
-    TxType.CHARGEBACK: "chargeback",
-}
 
 _OUTCOMES = frozenset({Stage.APPROVED, Stage.DECLINED, Stage.FILTERED, Stage.ERROR, Stage.UNKNOWN})
 
@@ -95,10 +68,6 @@ def status_of(stage: Stage) -> Status:
     if stage in (Stage.PROCESSING, Stage.THREE_D_METHOD, Stage.THREE_D_VALIDATING, Stage.THREE_D_VALIDATED):
         return Status.PROCESSING
     return Status(stage.value)
-
-
-def order_stage(tx_type: TxType, stage: Stage) -> str:
-    return f"{STAGE_PREFIX[tx_type]}_{stage.value}"
 
 
 def is_final(stage: Stage) -> bool:

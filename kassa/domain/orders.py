@@ -10,11 +10,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from kassa.domain.lifecycle import Stage, TxType, is_final
-
-MONEY_IN = frozenset({TxType.SALE, TxType.CAPTURE})
-# Orders whose card the issuer approved with the cardholder there, so it may be stored for rebills.
-CARD_STORING = frozenset({TxType.SALE, TxType.PREAUTH, TxType.ACCOUNT_VERIFICATION})
+from kassa.domain.lifecycle import Stage, is_final
+from kassa.domain.transactions import Direction, FollowUp, TxType, rule
 
 
 class Refusal(StrEnum):
@@ -57,6 +54,10 @@ class OrderState:
     def root(self) -> TxRecord:
         return self.transactions[0]
 
+    def allows(self, follow_up: FollowUp) -> bool:
+        """Whether the kind of order allows ``follow_up`` at all (its state decides the rest)."""
+        return follow_up in rule(self.kind).follow_ups
+
     def total(self, types: Iterable[TxType], *, include_open: bool = False) -> int:
         wanted = frozenset(types)
         return sum(
@@ -72,7 +73,7 @@ class OrderState:
     @property
     def captured(self) -> int:
         """Money taken from the cardholder: an approved sale, or the approved captures of a preauth."""
-        if self.kind is TxType.SALE:
+        if rule(self.kind).direction is Direction.IN:  # a sale: the order's own transaction took it
             return self.amount if self.root.approved else 0
         return self.total([TxType.CAPTURE])
 
@@ -87,7 +88,7 @@ class OrderState:
 
     @property
     def settled(self) -> bool:
-        return any(tx.settled for tx in self.transactions if tx.tx_type in MONEY_IN)
+        return any(tx.settled for tx in self.transactions if rule(tx.tx_type).settles)
 
     @property
     def busy(self) -> bool:
@@ -95,7 +96,7 @@ class OrderState:
 
 
 def plan_capture(order: OrderState, amount: int | None) -> int:
-    if order.kind is not TxType.PREAUTH:
+    if not order.allows(FollowUp.CAPTURE):
         raise OrderRuleError(Refusal.STATE, "capture applies to a preauth order")
     if not order.root.approved:
         raise OrderRuleError(Refusal.STATE, "the preauth is not approved")
@@ -108,11 +109,11 @@ def plan_capture(order: OrderState, amount: int | None) -> int:
 
 
 def plan_return(order: OrderState, amount: int | None) -> tuple[TxType, int]:
-    if not order.root.approved or order.kind is TxType.ACCOUNT_VERIFICATION:
+    if not order.root.approved or not order.allows(FollowUp.RETURN):
         raise OrderRuleError(Refusal.STATE, "return needs an approved sale, preauth or capture")
     if order.ended:
         raise OrderRuleError(Refusal.STATE, "the order was cancelled or voided")
-    if order.kind is TxType.PREAUTH and not order.any_of([TxType.CAPTURE]):
+    if order.allows(FollowUp.CAPTURE) and not order.any_of([TxType.CAPTURE]):  # nothing taken yet: let go
         if amount is not None and amount != order.amount:
             raise OrderRuleError(Refusal.AMOUNT, "a preauth is cancelled whole: omit amount")
         return TxType.CANCEL, order.amount
@@ -121,7 +122,7 @@ def plan_return(order: OrderState, amount: int | None) -> tuple[TxType, int]:
 
 
 def plan_void(order: OrderState) -> int:
-    if not order.root.approved or order.kind is TxType.ACCOUNT_VERIFICATION:
+    if not order.root.approved or not order.allows(FollowUp.VOID):
         raise OrderRuleError(Refusal.STATE, "void needs an approved sale, preauth or capture")
     if order.settled:
         raise OrderRuleError(Refusal.STATE, "settled transactions cannot be voided: use return")
@@ -137,7 +138,7 @@ def plan_void(order: OrderState) -> int:
 def plan_card_ref(order: OrderState) -> None:
     """A card reference is made from an approved sale, preauth or account verification; returns,
     captures and voids after it do not matter: the card was good."""
-    if order.kind not in CARD_STORING or not order.root.approved:
+    if not order.allows(FollowUp.CARD_REF) or not order.root.approved:
         raise OrderRuleError(Refusal.STATE, "create-card-ref needs an approved sale, preauth or account verification")
 
 
@@ -153,7 +154,7 @@ def _within(amount: int | None, available: int, what: str) -> int:
 def may_expire(order: OrderState) -> bool:
     """An authorization never captured, cancelled or voided, with nothing in flight."""
     return (
-        order.kind is TxType.PREAUTH
+        order.allows(FollowUp.EXPIRY)
         and order.root.approved
         and not order.ended
         and not order.busy

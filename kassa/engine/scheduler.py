@@ -6,11 +6,12 @@ import asyncio
 import contextlib
 import datetime
 import logging
+from functools import partial
 
 from kassa.clock import now_ms
+from kassa.core.settlement import expire_authorizations, settle
 from kassa.storage import schedule
 from kassa.storage.database import Database
-from kassa.storage.settlement import expire_authorizations, settle
 
 log = logging.getLogger("kassa.scheduler")
 
@@ -47,6 +48,16 @@ class Scheduler:
         if await self.db.write(lambda conn: schedule.claim_due(conn, "settlement", now, following)):
             count = await self.db.write(lambda conn: settle(conn, now))
             log.info("settlement ran", extra={"orders": count})
-        expired = await self.db.write(lambda conn: expire_authorizations(conn, now, self.ttl_ms))
-        if expired:
-            log.info("authorizations expired", extra={"orders": expired})
+        await self._expire(now)
+
+    async def _expire(self, now: int) -> None:
+        """Open authorizations past their lifetime, a batch per database transaction (a long one would
+        hold SQLite's single writer, or many order locks on PostgreSQL)."""
+        after = 0
+        while True:
+            batch = partial(expire_authorizations, now_ms=now, ttl_ms=self.ttl_ms, after_tx_id=after)
+            expired, after = await self.db.write(batch)
+            if expired:
+                log.info("authorizations expired", extra={"orders": expired})
+            if not after:
+                return

@@ -11,29 +11,29 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
 from kassa.clock import now_ms
-from kassa.domain.lifecycle import Stage, TxType, is_final
-from kassa.engine import threeds
+from kassa.core import authentication, outcomes
+from kassa.core.outbox import Queued
+from kassa.domain.lifecycle import Stage, is_final
+from kassa.domain.transactions import TxType
 from kassa.engine.callbacks import CallbackDispatcher
 from kassa.engine.polling import Consumer
-from kassa.engine.processor import AuthorizationRequest, CardDetails, Processor
+from kassa.processors.interface import Card, Outcome, Processor, TransactionRequest
 from kassa.storage import jobs as job_queue
 from kassa.storage import orders as order_store
-from kassa.storage.callbacks import NOTHING_QUEUED, Queued
 from kassa.storage.database import Database
-from kassa.storage.jobs import Job, Lease
-from kassa.storage.orders import AuthorizationWork, Outcome
+from kassa.storage.jobs import Job, JobKind, Lease
+from kassa.storage.orders import AuthorizationWork
 from kassa.vault.keys import Vault, cvv_context, pan_context
 
 log = logging.getLogger("kassa.worker")
 
 _BATCH = 32
-_MAX_ATTEMPTS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,17 +42,13 @@ class WorkerConfig:
     lease_seconds: float
     reconcile_delay_seconds: float
     session_ttl_seconds: float
+    max_attempts: int  # a job that failed this often records an ``error`` outcome
+    retry_delay_seconds: float  # a failed job's n-th retry waits this times 2**n
 
 
-Timer = Callable[[Connection, int, int], int]  # returns how many callbacks it queued
-
-
-def _nothing_left(_conn: Connection, _transaction_id: int, _now_ms: int) -> int:
-    return 0
-
-
-# Jobs that are a deadline rather than work for the processor.
-TIMERS: dict[str, Timer] = {"method_timeout": threeds.method_timeout, "session_timeout": threeds.session_timeout}
+# A deadline rather than work for the processor: a state change of its own, run once the job is fenced.
+# Returns how many callbacks it queued.
+Timer = Callable[[Connection, int, int], int]
 
 
 class Worker(Consumer):
@@ -69,6 +65,13 @@ class Worker(Consumer):
         self.vault = vault
         self.processor = processor
         self.config = config
+        # Every job kind, and what runs it.
+        self._runs: dict[JobKind, Callable[[Job], Awaitable[None]]] = {
+            JobKind.PROCESS: self._process,
+            JobKind.RECONCILE: self._reconcile,
+            JobKind.METHOD_TIMEOUT: self._timer(authentication.method_timeout),
+            JobKind.SESSION_TIMEOUT: self._timer(authentication.session_timeout),
+        }
 
     async def run(self, stop: asyncio.Event) -> None:
         log.info("worker started", extra={"worker": self.owner})
@@ -83,30 +86,44 @@ class Worker(Consumer):
 
     async def _run_job(self, job: Job) -> None:
         try:
-            await self._process(job)
+            await self._runs[job.kind](job)
         except Exception:
             log.exception("job failed", extra={"job": job.id, "attempt": job.attempts})
             await self._after_failure(job)
 
-    async def _process(self, job: Job) -> None:
-        timer = TIMERS.get(job.kind)
-        if timer is not None:
+    def _timer(self, timer: Timer) -> Callable[[Job], Awaitable[None]]:
+        async def run(job: Job) -> None:
             if await self.db.write(lambda conn: self._fenced(conn, job, timer)):
                 self._wake_callbacks()
-            return
-        work = await self.db.read_point(lambda conn: order_store.load_authorization(conn, job.transaction_id))
-        if is_final(Stage(work.transaction["stage"])):  # a job left behind by a crash after the outcome
-            await self.db.write(lambda conn: self._fenced(conn, job, _nothing_left))
+
+        return run
+
+    async def _process(self, job: Job) -> None:
+        work = await self._load(job)
+        if work is None:
             return
         request = self._request(work)
-        if job.kind == "reconcile":
-            outcome = await self.processor.reconcile(request)
-        else:
-            if await self._authentication_pending(job, work, request):
-                return
-            outcome = await self.processor.process(request)
+        if await self._authentication_pending(job, work, request):
+            return
+        await self._record(job, work, await self.processor.process(request))
+
+    async def _reconcile(self, job: Job) -> None:
+        work = await self._load(job)
+        if work is not None:
+            await self._record(job, work, await self.processor.reconcile(self._request(work)))
+
+    async def _load(self, job: Job) -> AuthorizationWork | None:
+        """What the processor needs; None (and the job finished) when a crash after the outcome left the
+        job behind."""
+        work = await self.db.read_point(lambda conn: order_store.load_authorization(conn, job.transaction_id))
+        if is_final(Stage(work.transaction["stage"])):
+            await self.db.write(lambda conn: self._fenced(conn, job, _nothing_left))
+            return None
+        return work
+
+    async def _record(self, job: Job, work: AuthorizationWork, outcome: Outcome) -> None:
         lease = self.callbacks.lease() if self.callbacks is not None else None
-        recorded, queued = await self.db.write(lambda conn: self._record(conn, job, outcome, lease))
+        recorded, queued = await self.db.write(lambda conn: self._recorded(conn, job, outcome, lease))
         self._callbacks_queued(queued)
         if recorded:
             log.info(
@@ -119,7 +136,7 @@ class Worker(Consumer):
                 },
             )
 
-    async def _authentication_pending(self, job: Job, work: AuthorizationWork, request: AuthorizationRequest) -> bool:
+    async def _authentication_pending(self, job: Job, work: AuthorizationWork, request: TransactionRequest) -> bool:
         """Starts 3-D Secure when the issuer asks for it; True while it waits for the customer's browser."""
         if Stage(work.transaction["stage"]) is not Stage.PROCESSING:
             return False  # authenticated already (3d_validated): authorize now
@@ -132,7 +149,7 @@ class Worker(Consumer):
         def start(conn: Connection) -> Stage | None:
             if not job_queue.still_held(conn, job, self.owner):
                 return None
-            stage = threeds.begin(conn, job.transaction_id, path, brand, now_ms(), ttl_ms)
+            stage = authentication.begin(conn, job.transaction_id, path, brand, now_ms(), ttl_ms)
             if stage is not Stage.THREE_D_VALIDATED:
                 job_queue.finish(conn, job)
             return stage
@@ -143,20 +160,16 @@ class Worker(Consumer):
         return stage is not Stage.THREE_D_VALIDATED
 
     def _fenced(self, conn: Connection, job: Job, timer: Timer) -> int:
+        """Runs ``timer`` while this worker's lease on ``job`` holds, deleting the job with it."""
         if job_queue.finish_held(conn, job, self.owner):
             return timer(conn, job.transaction_id, now_ms())
         return 0
 
-    def _record(self, conn: Connection, job: Job, outcome: Outcome, lease: Lease | None) -> tuple[bool, Queued]:
-        """Records the outcome while the lease holds; returns whether it did, and the callbacks it queued."""
-        if not job_queue.finish_held(conn, job, self.owner):
-            return False, NOTHING_QUEUED
-        now = now_ms()
-        queued = order_store.record_outcome(conn, job.transaction_id, outcome, now, lease)
-        if outcome.stage is Stage.UNKNOWN:
-            reconcile_at = now + int(self.config.reconcile_delay_seconds * 1000)
-            job_queue.add(conn, "reconcile", job.transaction_id, run_at_ms=reconcile_at, now_ms=now)
-        return True, queued
+    def _recorded(self, conn: Connection, job: Job, outcome: Outcome, lease: Lease | None) -> tuple[bool, Queued]:
+        reconcile_after_ms = int(self.config.reconcile_delay_seconds * 1000)
+        return outcomes.record_for_job(
+            conn, job, self.owner, outcome, now_ms(), reconcile_after_ms=reconcile_after_ms, callback_lease=lease
+        )
 
     def _callbacks_queued(self, queued: Queued) -> None:
         if self.callbacks is None:
@@ -170,35 +183,40 @@ class Worker(Consumer):
         if self.callbacks is not None:
             self.callbacks.wake()
 
-    def _request(self, work: AuthorizationWork) -> AuthorizationRequest:
+    def _request(self, work: AuthorizationWork) -> TransactionRequest:
         tx, card = work.transaction, work.card
-        details = None
+        instrument = None
         if card is not None:
             cvv = None
             if work.cvv_ciphertext is not None:
                 cvv = self.vault.decrypt(work.cvv_ciphertext, cvv_context(tx["serial_number"]))
-            details = CardDetails(
+            instrument = Card(
                 pan=self.vault.decrypt(card["pan_ciphertext"], pan_context(work.order["merchant_id"])),
                 exp_month=card["exp_month"],
                 exp_year=card["exp_year"],
                 holder_name=card["holder_name"],
                 cvv=cvv,
             )
-        return AuthorizationRequest(
+        return TransactionRequest(
             order_id=work.order["id"],
             serial=tx["serial_number"],
             tx_type=TxType(tx["tx_type"]),
             amount=tx["amount"],
             currency=tx["currency"],
-            card=details,
+            instrument=instrument,
             cardholder_present=work.order["card_ref_id"] is None,
         )
 
     async def _after_failure(self, job: Job) -> None:
-        if job.attempts < _MAX_ATTEMPTS:
-            retry_at = now_ms() + 1000 * 2**job.attempts
+        if job.attempts < self.config.max_attempts:
+            delay_ms = int(self.config.retry_delay_seconds * 1000) * 2**job.attempts
+            retry_at = now_ms() + delay_ms
             await self.db.write(lambda conn: job_queue.retry_later(conn, job, self.owner, retry_at))
             return
         failed = Outcome(Stage.ERROR, "500", "Processing failed")
-        _, queued = await self.db.write(lambda conn: self._record(conn, job, failed, None))
+        _, queued = await self.db.write(lambda conn: self._recorded(conn, job, failed, None))
         self._callbacks_queued(queued)
+
+
+def _nothing_left(_conn: Connection, _transaction_id: int, _now_ms: int) -> int:
+    return 0

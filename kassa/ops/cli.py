@@ -17,17 +17,18 @@ from sqlalchemy.exc import IntegrityError
 
 from kassa import logs
 from kassa.clock import now_ms
+from kassa.core import settlement
 from kassa.domain import cards, money
-from kassa.domain.lifecycle import Stage, Status, TxType, order_stage, status_of
+from kassa.domain.lifecycle import Stage, Status, status_of
 from kassa.domain.merchants import Endpoint, Merchant, Mode
+from kassa.domain.transactions import TxType, order_stage
 from kassa.ops import demo
 from kassa.settings import Settings
+from kassa.storage import authentications as authentication_store
 from kassa.storage import callbacks as callback_store
 from kassa.storage import ledger as ledger_store
 from kassa.storage import merchants as merchant_store
 from kassa.storage import orders as order_store
-from kassa.storage import settlement
-from kassa.storage import threeds as threeds_store
 from kassa.storage.database import Database, open_database
 
 T = TypeVar("T")
@@ -310,7 +311,7 @@ def order_show(order_id: int, as_json: bool) -> None:
         snapshot = order_store.order_by_id(conn, order_id)
         if snapshot is None:
             return None, {}
-        return snapshot, {tx["id"]: threeds_store.of_transaction(conn, tx["id"]) for tx in snapshot.transactions}
+        return snapshot, {tx["id"]: authentication_store.of_transaction(conn, tx["id"]) for tx in snapshot.transactions}
 
     with _database() as database:
         snapshot, authentications = database.read_sync(query)

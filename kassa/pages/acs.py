@@ -17,19 +17,18 @@ from sqlalchemy import Connection
 from starlette.requests import Request
 from starlette.responses import Response
 
-from kassa.api.pipeline import public_base
 from kassa.clock import now_ms
+from kassa.core import authentication
+from kassa.core.errors import NotWaiting
 from kassa.domain import cards, money
-from kassa.domain import threeds as tds
-from kassa.engine import threeds
-from kassa.engine.threeds import NotWaiting
-from kassa.pages import urls
+from kassa.domain import threeds_protocol as tds
 from kassa.pages.rendering import render_page
 from kassa.pages.responses import form_fields, html, message
 from kassa.pages.steps import message_value, record_and_checkout, unknown_message
 from kassa.runtime import Services
-from kassa.storage import threeds as store
-from kassa.storage.threeds import BrowserContext
+from kassa.storage.browser_context import BrowserContext, context_of_transaction
+from kassa.web import addresses
+from kassa.web.addresses import public_base
 
 BANK = "Sandbox Bank"
 NOT_WAITING = ("Nothing to confirm", "This authentication is no longer waiting for you. Return to the shop.")
@@ -73,7 +72,7 @@ class AccessControlServer:
         brand = context.card["brand"] if context.card else None
         try:
             status = await self.services.db.write(
-                lambda conn: threeds.acs_answer(conn, acs_trans_id, fields.get("code", ""), brand, now_ms())
+                lambda conn: authentication.acs_answer(conn, acs_trans_id, fields.get("code", ""), brand, now_ms())
             )
         except NotWaiting:
             return message(*NOT_WAITING, status=409)
@@ -85,7 +84,7 @@ class AccessControlServer:
         session_data = fields.get("threeDSSessionData", "")
         gateway_hosted = session_data and session_data == context.session["token"]
         target = (
-            urls.challenge_return(public_base(request, self.services))
+            addresses.challenge_return(public_base(request, self.services.settings))
             if gateway_hosted
             else context.order["redirect_url"]
         )
@@ -96,7 +95,7 @@ class AccessControlServer:
     async def _code_page(self, request: Request, acs_trans_id: str, hidden: dict[str, str]) -> Response:
         context = await self._context(acs_trans_id)
         record = context.record if context else None
-        if context is None or record is None or record["step"] != "challenge" or record["trans_status"] != "C":
+        if context is None or record is None or record["step"] != tds.Step.CHALLENGE or record["trans_status"] != "C":
             return message(*NOT_WAITING, status=409)
         tx, card = context.transaction, context.card
         cur = money.currency(tx["currency"])
@@ -108,7 +107,7 @@ class AccessControlServer:
             merchant=context.descriptor or "the merchant",
             masked=cards.mask_stored(card["bin"], card["last_four"], card["brand"]) if card else "",
             code=record["challenge_code"],
-            action=f"{public_base(request, self.services)}/acs/answer",
+            action=f"{public_base(request, self.services.settings)}/acs/answer",
             fields=hidden,
         )
         return html(page)
@@ -118,7 +117,7 @@ class AccessControlServer:
             _, session = record_and_checkout(conn, acs_trans_id)
             if session is None:
                 return None
-            return store.context_of_transaction(conn, session["transaction_id"], session)
+            return context_of_transaction(conn, session["transaction_id"], session)
 
         return await self.services.db.read(load)
 

@@ -10,25 +10,27 @@ from sqlalchemy import Connection
 from starlette.requests import Request
 from starlette.responses import Response
 
-from kassa.api.handlers.payments import new_card
-from kassa.api.pipeline import public_base
 from kassa.clock import now_ms
+from kassa.core import authentication, opening
+from kassa.core.authentication import METHOD_WAIT_MS
+from kassa.core.errors import NotWaiting
 from kassa.domain import cards, money
 from kassa.domain.callbacks import callback_fields
-from kassa.domain.lifecycle import Stage, TxType, is_final
-from kassa.engine import threeds
-from kassa.engine.threeds import METHOD_WAIT_MS, NotWaiting
-from kassa.pages import urls
+from kassa.domain.lifecycle import Stage, is_final
+from kassa.domain.transactions import TxType, rule
 from kassa.pages.redirect import final_redirect
 from kassa.pages.rendering import render_page
 from kassa.pages.responses import form_fields, html, message, see_other
-from kassa.pages.steps import acs_request, message_value, method_request, record_and_checkout, unknown_message
+from kassa.pages.steps import message_value, record_and_checkout, unknown_message
 from kassa.runtime import Services
-from kassa.storage import orders as order_store
-from kassa.storage import threeds as store
+from kassa.storage import authentications
+from kassa.storage.browser_context import BrowserContext, browser_context
+from kassa.storage.browser_sessions import SessionKind
 from kassa.storage.prepared import Record
-from kassa.storage.threeds import BrowserContext
 from kassa.vault.keys import cvv_context
+from kassa.web import addresses
+from kassa.web.addresses import public_base
+from kassa.web.browser_steps import acs_request, method_request
 
 GONE = (
     "This payment page is no longer available",
@@ -60,11 +62,11 @@ class Pages:
         if checkout_token is None:
             return message(*GONE, status=410)
         self.services.wake_workers()
-        return see_other(urls.checkout(public_base(request, self.services), checkout_token))
+        return see_other(addresses.checkout(public_base(request, self.services.settings), checkout_token))
 
     async def _form_context(self, request: Request) -> BrowserContext | None:
         token = request.path_params["token"]
-        context = await self.services.db.read(lambda conn: store.browser_context(conn, token, "form"))
+        context = await self.services.db.read(lambda conn: browser_context(conn, token, SessionKind.FORM))
         if context is None or context.session["used_at_ms"] is not None or context.session["expires_at_ms"] < now_ms():
             return None
         return context
@@ -79,7 +81,7 @@ class Pages:
     ) -> Response:
         order = context.order
         amount = money.format_amount(order["amount"], money.currency(order["currency"]))
-        verify = order["tx_type"] == TxType.ACCOUNT_VERIFICATION.value
+        verify = not rule(TxType(order["tx_type"])).moves_money
         page = render_page(
             "form.html",
             action=str(request.url.path),
@@ -94,28 +96,27 @@ class Pages:
         return html(page, status)
 
     def _attach_card(self, conn: Connection, context: BrowserContext, values: dict[str, object]) -> str | None:
-        now = now_ms()
-        # The expiry read with the context is still current (it is never changed); use_session's update
-        # settles a race between two submissions by itself.
-        session = context.session
-        if session["expires_at_ms"] < now or not store.use_session(conn, session["token"], now):
-            return None
-        order, tx = context.order, context.transaction
-        vault = self.services.vault
-        card = new_card(vault, order["merchant_id"], values)
+        order, tx, vault = context.order, context.transaction, self.services.vault
+        card = opening.new_card(
+            vault,
+            order["merchant_id"],
+            str(values["credit_card_number"]),
+            int(str(values["expire_month"])),
+            int(str(values["expire_year"])),
+            str(values["card_printed_name"]),
+        )
         cvv = vault.encrypt(str(values["cvv2"]), cvv_context(tx["serial_number"]))
-        order_store.attach_card(conn, order, tx["id"], card, cvv, now)
         ttl_ms = int(self.services.settings.session_ttl_seconds * 1000)
-        return store.open_session(conn, "checkout", order["id"], tx["id"], now, ttl_ms)
+        return opening.collect_card(conn, context.session, order, tx["id"], card, cvv, now_ms(), ttl_ms)
 
     # The checkout page: one address that always shows the customer's next step.
 
     async def checkout(self, request: Request) -> Response:
         token = request.path_params["token"]
-        context = await self.services.db.read(lambda conn: store.browser_context(conn, token, "checkout"))
+        context = await self.services.db.read(lambda conn: browser_context(conn, token, SessionKind.CHECKOUT))
         if context is None:
             return message("This page does not exist", "Return to the shop.", status=404)
-        base = public_base(request, self.services)
+        base = public_base(request, self.services.settings)
         stage, record = Stage(context.transaction["stage"]), context.record
         if is_final(stage) or stage is Stage.UNKNOWN:
             return self._finish(context)
@@ -131,7 +132,7 @@ class Pages:
             "method.html",
             method_url=method_url,
             method_data=method_data,
-            continue_url=f"{urls.checkout(base, token)}/method",
+            continue_url=f"{addresses.checkout(base, token)}/method",
             wait_ms=METHOD_WAIT_MS,
         )
         return html(page)
@@ -152,15 +153,15 @@ class Pages:
     async def method_done(self, request: Request) -> Response:
         """The checkout page's Method iframe finished or gave up after 10 s."""
         token = request.path_params["token"]
-        context = await self.services.db.read(lambda conn: store.browser_context(conn, token, "checkout"))
+        context = await self.services.db.read(lambda conn: browser_context(conn, token, SessionKind.CHECKOUT))
         if context is None or context.record is None:
             return message("This page does not exist", "Return to the shop.", status=404)
         # The gateway saw (or did not see) the ACS's notification itself: the browser's claim is not needed.
         indicator = "Y" if context.record["method_notified"] else "N"
         brand = context.card["brand"] if context.card else None
         tx_id = context.transaction["id"]
-        await self._quietly(lambda conn: threeds.method_result(conn, tx_id, indicator, brand, now_ms()))
-        return see_other(urls.checkout(public_base(request, self.services), token))
+        await self._quietly(lambda conn: authentication.method_result(conn, tx_id, indicator, brand, now_ms()))
+        return see_other(addresses.checkout(public_base(request, self.services.settings), token))
 
     async def method_notification(self, request: Request) -> Response:
         """The ACS's Method page reports through the browser that fingerprinting finished."""
@@ -170,9 +171,9 @@ class Pages:
             return unknown_message()
 
         def notified(conn: Connection) -> None:
-            record = store.by_server_trans_id(conn, server_trans_id)
-            if record is not None:
-                store.change(conn, record["transaction_id"], now_ms(), method_notified=True)
+            found = authentications.by_server_trans_id(conn, server_trans_id)
+            if found is not None:
+                authentications.change(conn, found["transaction_id"], now_ms(), method_notified=True)
 
         await self.services.db.write(notified)
         return html(render_page("method_done.html", framed=True))
@@ -188,10 +189,10 @@ class Pages:
         if record is None:
             return unknown_message()
         tx_id = record["transaction_id"]
-        await self._quietly(lambda conn: threeds.complete_challenge(conn, tx_id, now_ms()))
+        await self._quietly(lambda conn: authentication.complete_challenge(conn, tx_id, now_ms()))
         if session is None:
             return message("This page does not exist", "Return to the shop.", status=404)
-        return see_other(urls.checkout(public_base(request, self.services), session["token"]))
+        return see_other(addresses.checkout(public_base(request, self.services.settings), session["token"]))
 
     async def _quietly(self, unit: Callable[[Connection], None]) -> None:
         """Runs a 3-D Secure step; a step the transaction has moved past already (a reload) is no error."""
@@ -206,7 +207,7 @@ def _to_acs(base: str, token: str, context: BrowserContext) -> Response:
     assert context.record is not None
     acs_url, fields = acs_request(base, context.record, context.transaction)
     if "PaReq" in fields:
-        fields["TermUrl"] = urls.challenge_return(base)
+        fields["TermUrl"] = addresses.challenge_return(base)
     else:
         fields["threeDSSessionData"] = token  # the ACS returns the CRes to the gateway for this session
     return html(render_page("autopost.html", action=acs_url, fields=fields))

@@ -1,13 +1,12 @@
-"""Shared bits of customer page handlers: HTML responses, form bodies, clocks."""
+"""Shared bits of customer page handlers: HTML responses and form bodies."""
 
 from __future__ import annotations
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from kassa.api.errors import ApiError
-from kassa.api.parsing import parse_form, read_body
 from kassa.pages.rendering import Page, render_page
+from kassa.web.forms import FormError, parse_form, read_body
 
 
 def html(page: Page, status: int = 200) -> HTMLResponse:
@@ -26,7 +25,7 @@ async def form_fields(request: Request) -> dict[str, str] | None:
     """The posted form, first value per name, or None when the body is unreadable."""
     try:
         pairs = parse_form(await read_body(request.receive, request.headers.get("content-length", "")))
-    except ApiError:
+    except FormError:
         return None
     fields: dict[str, str] = {}
     for name, value in pairs:

@@ -26,7 +26,6 @@ from sqlalchemy import (
     update,
 )
 
-from kassa.domain.callbacks import callback_fields
 from kassa.storage.jobs import Lease, lease_columns
 from kassa.storage.prepared import Prepared, Record
 from kassa.storage.tables import callback_attempts, callbacks, cards, endpoints, merchants, orders
@@ -44,17 +43,6 @@ class Due:
     merchant_id: int
     live: bool
     control_key: str
-
-
-@dataclass(frozen=True, slots=True)
-class Queued:
-    """The callbacks a status change queued: how many, and those written leased, to deliver now."""
-
-    count: int
-    handed: list[Due]
-
-
-NOTHING_QUEUED = Queued(0, [])
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,37 +66,14 @@ def sender_of(conn: Connection, order: Record) -> Sender:
     return Sender.of(card, _ENDPOINT_SIGNER.one(conn, {"endpoint_id": order["endpoint_id"]}))
 
 
-def enqueue(
-    conn: Connection,
-    order: Record,
-    tx: Record,
-    sender: Sender,
-    now_ms: int,
-    *,
-    starts_order: bool,
-    lease: Lease | None = None,
-) -> Queued:
-    """Outbox rows for a transaction that reached a final status. With a ``lease``, the callbacks that wait
-    for no other (``_pending_earlier``) are written leased, to be delivered by the lease's owner without a
-    claim."""
-    targets = [("notify", order["notify_url"])]
-    if starts_order:
-        targets.insert(0, ("server_callback", order["server_callback_url"]))
-    targets = [(kind, url) for kind, url in targets if url]
-    if not targets:
-        return NOTHING_QUEUED
-    card = dict(sender.card) if sender.card else None
-    fields = callback_fields(order=dict(order), tx=dict(tx), card=card, descriptor=sender.descriptor or "")
-    stored = orjson.dumps(fields).decode()
-    handed = []
-    for kind, url in targets:
-        row = {"order_id": order["id"], "tx_id": tx["id"], "kind": kind, "url": url, "fields": stored}
-        written = _INSERT.one(conn, {**row, "now_ms": now_ms, **lease_columns(lease)})
-        if written["lease_owner"] is not None:
-            live = sender.mode == "live"
-            due = Due(written["id"], order["id"], url, fields, 0, order["merchant_id"], live, sender.control_key)
-            handed.append(due)
-    return Queued(len(targets), handed)
+def add(
+    conn: Connection, order: Record, tx_id: int, kind: str, url: str, fields: str, now_ms: int, lease: Lease | None
+) -> tuple[int, bool]:
+    """An outbox row (``fields``: the callback's fields as JSON). With a ``lease`` it is written leased,
+    unless it waits for an earlier callback (``_pending_earlier``); returns its id and whether it was."""
+    row = {"order_id": order["id"], "tx_id": tx_id, "kind": kind, "url": url, "fields": fields}
+    written = _INSERT.one(conn, {**row, "now_ms": now_ms, **lease_columns(lease)})
+    return written["id"], written["lease_owner"] is not None
 
 
 def _pending_earlier(

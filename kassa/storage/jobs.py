@@ -9,12 +9,20 @@ no claim, and one durable commit less between a sale and its outcome.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, select, update
 
 from kassa.storage.prepared import Prepared
 from kassa.storage.tables import jobs
+
+
+class JobKind(StrEnum):
+    PROCESS = "process"  # run the transaction at the processor (or start its 3-D Secure authentication)
+    RECONCILE = "reconcile"  # ask the processor again for an ``unknown`` outcome
+    METHOD_TIMEOUT = "method_timeout"  # the 3-D Secure Method step did not finish in time
+    SESSION_TIMEOUT = "session_timeout"  # the customer did not finish the hosted form or 3-D Secure in time
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +36,7 @@ class Lease:
 @dataclass(frozen=True, slots=True)
 class Job:
     id: int
-    kind: str
+    kind: JobKind
     transaction_id: int
     attempts: int
 
@@ -54,7 +62,10 @@ _CLAIM = Prepared(
 def claim(conn: Connection, owner: str, now_ms: int, lease_ms: int, limit: int) -> list[Job]:
     params = {"now_ms": now_ms, "batch": limit, "owner": owner, "until_ms": now_ms + lease_ms}
     claimed = _CLAIM.all(conn, params)
-    return [Job(r["id"], r["kind"], r["transaction_id"], r["attempts"]) for r in sorted(claimed, key=lambda r: r["id"])]
+    return [
+        Job(r["id"], JobKind(r["kind"]), r["transaction_id"], r["attempts"])
+        for r in sorted(claimed, key=lambda r: r["id"])
+    ]
 
 
 _HELD = Prepared(
@@ -109,10 +120,10 @@ _INSERT_JOB = Prepared(
 
 
 def add(
-    conn: Connection, kind: str, transaction_id: int, run_at_ms: int, now_ms: int, lease: Lease | None = None
+    conn: Connection, kind: JobKind, transaction_id: int, run_at_ms: int, now_ms: int, lease: Lease | None = None
 ) -> Job | None:
     """Queues a job; with a ``lease`` it is written as claimed (one attempt), and returned to hand over."""
-    values = {"kind": kind, "tx_id": transaction_id, "run_at_ms": run_at_ms, "now_ms": now_ms, **leased(lease)}
+    values = {"kind": kind.value, "tx_id": transaction_id, "run_at_ms": run_at_ms, "now_ms": now_ms, **leased(lease)}
     job_id = _INSERT_JOB.scalar(conn, values)
     return None if lease is None else Job(job_id, kind, transaction_id, 1)
 
@@ -129,6 +140,8 @@ def lease_columns(lease: Lease | None) -> dict[str, Any]:
     return {"lease_owner": lease.owner, "lease_until_ms": lease.until_ms}
 
 
-def exists(conn: Connection, transaction_id: int, kind: str) -> bool:
-    found = conn.execute(select(jobs.c.id).where(jobs.c.transaction_id == transaction_id, jobs.c.kind == kind).limit(1))
+def exists(conn: Connection, transaction_id: int, kind: JobKind) -> bool:
+    found = conn.execute(
+        select(jobs.c.id).where(jobs.c.transaction_id == transaction_id, jobs.c.kind == kind.value).limit(1)
+    )
     return found.first() is not None

@@ -10,8 +10,8 @@ from sqlalchemy import Connection, bindparam, func, insert, select
 
 from kassa import randomness
 from kassa.domain.ledger import Account, Balances, Posting, replay
-from kassa.domain.lifecycle import Stage, TxType
-from kassa.domain.orders import MONEY_IN
+from kassa.domain.lifecycle import Stage
+from kassa.domain.transactions import SETTLING, TxType
 from kassa.storage.prepared import Prepared, Record
 from kassa.storage.tables import endpoints, ledger_entries, orders, transactions
 
@@ -129,7 +129,7 @@ def unsettled_money_in(conn: Connection, endpoint_id: int | None) -> list[int]:
         select(transactions.c.order_id)
         .where(
             transactions.c.stage == Stage.APPROVED.value,
-            transactions.c.tx_type.in_([t.value for t in MONEY_IN]),
+            transactions.c.tx_type.in_([t.value for t in SETTLING]),
             transactions.c.settled_at_ms.is_(None),
         )
         .distinct()

@@ -1,4 +1,5 @@
-"""Queries on orders, their transactions and their cards."""
+"""Queries on orders, their transactions and their cards. What a state change writes, and when, is
+decided in ``kassa.core``; here are the statements it runs."""
 
 from __future__ import annotations
 
@@ -25,15 +26,12 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from kassa.domain import ledger
-from kassa.domain.lifecycle import Stage, TxType, advance, is_final, stages_of_status
+from kassa.domain.lifecycle import Stage, stages_of_status
 from kassa.domain.orders import OrderState, TxRecord
-from kassa.storage import callbacks as callback_store
-from kassa.storage import jobs as job_queue
-from kassa.storage import ledger as ledger_store
-from kassa.storage import threeds as session_store
-from kassa.storage.callbacks import NOTHING_QUEUED, Queued, Sender
-from kassa.storage.jobs import Job, Lease
+from kassa.domain.transactions import TxType
+from kassa.storage import browser_sessions
+from kassa.storage.browser_sessions import SessionKind
+from kassa.storage.jobs import Job, JobKind, Lease, leased
 from kassa.storage.prepared import Joined, Prepared, Record, Row
 from kassa.storage.tables import cards, endpoints, merchants, orders, transactions, transient_secrets
 
@@ -75,6 +73,10 @@ class NewOrder:
     form_ttl_ms: int | None = None  # a hosted form collects the card: no processing until it is submitted
     lease: Lease | None = None  # the processing job is written leased to this worker, to hand over
 
+    @property
+    def hosted(self) -> bool:
+        return self.form_ttl_ms is not None
+
 
 @dataclass(frozen=True, slots=True)
 class Started:
@@ -83,6 +85,7 @@ class Started:
     serial: str
     request_fingerprint: str
     created: bool
+    transaction_id: int
     form_token: str | None = None
     job: Job | None = None  # the processing job, written leased (``NewOrder.lease``)
 
@@ -167,7 +170,7 @@ WITH card AS (
     INSERT INTO transient_secrets (transaction_id, cvv_ciphertext) SELECT tx.id, :cvv FROM tx
 ), job AS (
     INSERT INTO jobs (kind, transaction_id, run_at_ms, attempts, lease_owner, lease_until_ms, created_at_ms)
-    SELECT 'process', tx.id, :created_at_ms, :attempts, :lease_owner, :lease_until_ms, :created_at_ms FROM tx
+    SELECT :kind, tx.id, :created_at_ms, :attempts, :lease_owner, :lease_until_ms, :created_at_ms FROM tx
     RETURNING id, transaction_id
 )
 SELECT (SELECT id FROM card) AS card_id, (SELECT id FROM started) AS order_id, (SELECT id FROM job) AS job_id,
@@ -177,25 +180,27 @@ SELECT (SELECT id FROM card) AS card_id, (SELECT id FROM started) AS order_id, (
 )
 
 
-def start_order(conn: Connection, new: NewOrder) -> Started:
-    """Creates order, first transaction, card, CVV and processing job in one transaction, or finds the
-    order this ``client_orderid`` already started on the endpoint (the unique constraint tells)."""
+def insert_card_sale(conn: Connection, new: NewOrder, card: NewCard) -> Started:
+    """PostgreSQL: a card sale's card, order, transaction, CVV and processing job in one statement. A
+    client_orderid used before writes the card only, and the order it started is returned."""
     order = _order_values(new)
-    if conn.dialect.name == "postgresql" and new.card and new.cvv_ciphertext and new.form_ttl_ms is None:
-        card = _card_values(new.card, new.merchant_id, new.now_ms)
-        extra = {"serial_number": new.serial, "stage": Stage.PROCESSING.value, "cvv": new.cvv_ciphertext}
-        ids = _START_CARD_SALE.one(conn, {**order, **card, **extra, **job_queue.leased(new.lease)})
-        if ids["order_id"] is None:
-            return _started_before(conn, new, ids["card_id"])
-        job = None if new.lease is None else Job(ids["job_id"], "process", ids["tx_id"], 1)
-        return Started(ids["order_id"], new.endpoint_id, new.serial, new.request_fingerprint, True, job=job)
-    card_id = new.card_id
-    if new.card is not None:
-        card_id = _INSERT_CARD.scalar(conn, _card_values(new.card, new.merchant_id, new.now_ms))
-    order_id = _INSERT_ORDER.scalar(conn, {**order, "card_id": card_id})
-    if order_id is None:
-        return _started_before(conn, new, card_id if new.card is not None else None)
-    return _start_transaction(conn, new, order_id)
+    extra = {"serial_number": new.serial, "stage": Stage.PROCESSING.value, "cvv": new.cvv_ciphertext}
+    values = {**order, **_card_values(card, new.merchant_id, new.now_ms), **extra, **leased(new.lease)}
+    ids = _START_CARD_SALE.one(conn, {**values, "kind": JobKind.PROCESS.value})
+    if ids["order_id"] is None:
+        return started_before(conn, new, ids["card_id"])
+    job = None if new.lease is None else Job(ids["job_id"], JobKind.PROCESS, ids["tx_id"], 1)
+    return Started(ids["order_id"], new.endpoint_id, new.serial, new.request_fingerprint, True, ids["tx_id"], job=job)
+
+
+def insert_card(conn: Connection, card: NewCard, merchant_id: int, now_ms: int) -> int:
+    return int(_INSERT_CARD.scalar(conn, _card_values(card, merchant_id, now_ms)))
+
+
+def insert_order(conn: Connection, new: NewOrder, card_id: int | None) -> int | None:
+    """The new order's id; None when its client_orderid was used before on the endpoint (nothing written)."""
+    order_id = _INSERT_ORDER.scalar(conn, {**_order_values(new), "card_id": card_id})
+    return None if order_id is None else int(order_id)
 
 
 def _order_values(new: NewOrder) -> dict[str, Any]:
@@ -219,7 +224,7 @@ def _order_values(new: NewOrder) -> dict[str, Any]:
     )
 
 
-def _started_before(conn: Connection, new: NewOrder, card_id: int | None) -> Started:
+def started_before(conn: Connection, new: NewOrder, card_id: int | None) -> Started:
     """The order an earlier request started with this client_orderid; the card just stored (``card_id``)
     is dropped."""
     if card_id is not None:
@@ -236,29 +241,33 @@ def _card_values(card: NewCard, merchant_id: int, now_ms: int) -> dict[str, Any]
     return values
 
 
-def _start_transaction(conn: Connection, new: NewOrder, order_id: int) -> Started:
-    tx_id = _INSERT_TRANSACTION.scalar(
-        conn,
-        dict(
-            order_id=order_id,
-            serial_number=new.serial,
-            tx_type=new.tx_type.value,
-            stage=Stage.PROCESSING.value,
-            amount=new.amount,
-            currency=new.currency,
-            created_at_ms=new.now_ms,
-            updated_at_ms=new.now_ms,
-        ),
+def insert_transaction(
+    conn: Connection, order_id: int, tx_type: TxType, amount: int, currency: str, serial: str, now_ms: int
+) -> int:
+    """A transaction in ``processing``, the stage every transaction starts in."""
+    values = dict(
+        order_id=order_id,
+        serial_number=serial,
+        tx_type=tx_type.value,
+        stage=Stage.PROCESSING.value,
+        amount=amount,
+        currency=currency,
+        created_at_ms=now_ms,
+        updated_at_ms=now_ms,
     )
-    if new.cvv_ciphertext is not None:
-        _INSERT_SECRET.execute(conn, {"tx_id": tx_id, "cvv": new.cvv_ciphertext})
-    started = Started(order_id, new.endpoint_id, new.serial, new.request_fingerprint, True)
-    if new.form_ttl_ms is None:
-        job = job_queue.add(conn, "process", tx_id, run_at_ms=new.now_ms, now_ms=new.now_ms, lease=new.lease)
-        return dataclasses.replace(started, job=job)
-    form_token = session_store.open_session(conn, "form", order_id, tx_id, new.now_ms, new.form_ttl_ms)
-    job_queue.add(conn, "session_timeout", tx_id, run_at_ms=new.now_ms + new.form_ttl_ms, now_ms=new.now_ms)
-    return dataclasses.replace(started, form_token=form_token)
+    return int(_INSERT_TRANSACTION.scalar(conn, values))
+
+
+def keep_cvv(conn: Connection, transaction_id: int, cvv_ciphertext: bytes) -> None:
+    _INSERT_SECRET.execute(conn, {"tx_id": transaction_id, "cvv": cvv_ciphertext})
+
+
+def forget_cvv(conn: Connection, transaction_id: int) -> None:
+    _FORGET_SECRET.execute(conn, {"tx_id": transaction_id})
+
+
+def set_card(conn: Connection, order_id: int, card_id: int) -> None:
+    conn.execute(update(orders).where(orders.c.id == order_id).values(card_id=card_id))
 
 
 def _find_started(conn: Connection, endpoint_id: int, client_orderid: str) -> Started | None:
@@ -277,10 +286,9 @@ def _find_started(conn: Connection, endpoint_id: int, client_orderid: str) -> St
     ).first()
     if row is None:
         return None
-    form = session_store.session_of(conn, row.tx_id, "form")
-    return Started(
-        row.id, row.endpoint_id, row.serial_number, row.request_fingerprint, False, form["token"] if form else None
-    )
+    form = browser_sessions.session_of(conn, row.tx_id, SessionKind.FORM)
+    token = form["token"] if form else None
+    return Started(row.id, row.endpoint_id, row.serial_number, row.request_fingerprint, False, row.tx_id, token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -442,44 +450,9 @@ _AUTHORIZATION = _transaction_query(
 _TRANSACTION_IN_FULL = _transaction_query((("t_", transactions.c), ("o_", orders.c), ("c_", cards.c)), with_cvv=False)
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    stage: Stage
-    error_code: str | None = None
-    error_message: str | None = None
-    approval_code: str | None = None
-    processor_rrn: str | None = None
-    processor_tx_id: str | None = None
-
-
-def record_outcome(
-    conn: Connection, transaction_id: int, outcome: Outcome, now_ms: int, callback_lease: Lease | None = None
-) -> Queued:
-    """Moves the transaction to the processor's outcome (as the transition table allows), posts its money
-    movement to the ledger when approved, and forgets its CVV, whatever the outcome. Returns the callbacks
-    it queued; with a ``callback_lease``, those that can go at once are written leased to its owner."""
-    order = _LOCKED_ORDER_OF.one(conn, {"tx_id": transaction_id})
-    # Read after the lock: whatever changed the transaction before held the lock and has committed.
-    row = _OUTCOME_CONTEXT.one(conn, {"tx_id": transaction_id})
-    tx = row["t_"]
-    stage = advance(Stage(tx["stage"]), outcome.stage)
-    changes = {
-        "stage": stage.value,
-        "error_code": outcome.error_code,
-        "error_message": outcome.error_message,
-        "approval_code": outcome.approval_code or tx["approval_code"],
-        "processor_rrn": outcome.processor_rrn or tx["processor_rrn"],
-        "processor_tx_id": outcome.processor_tx_id or tx["processor_tx_id"],
-    }
-    _RECORD.execute(conn, {"tx_id": transaction_id, "now_ms": now_ms, **{f"new_{k}": v for k, v in changes.items()}})
-    if stage is Stage.APPROVED:
-        _post_approved(conn, order, transaction_id, TxType(tx["tx_type"]), tx["amount"], now_ms)
-    _FORGET_SECRET.execute(conn, {"tx_id": transaction_id})
-    if not is_final(stage):
-        return NOTHING_QUEUED
-    sender = Sender.of(_card_or_none(row["c_"]), row["e_"])
-    final_tx = {**tx, **changes, "updated_at_ms": now_ms}
-    return _enqueue_callbacks(conn, order, final_tx, now_ms, callback_lease, sender)
+def lock_order_of(conn: Connection, transaction_id: int) -> Record:
+    """The order of a transaction, locked until the end of the database transaction."""
+    return _LOCKED_ORDER_OF.one(conn, {"tx_id": transaction_id})
 
 
 _LOCKED_ORDER_OF = Prepared(
@@ -491,9 +464,14 @@ _LOCKED_ORDER_OF = Prepared(
 )
 
 
+def outcome_context(conn: Connection, transaction_id: int) -> tuple[Row, Row | None, Row]:
+    """A transaction with what its callbacks need: the order's card, and a signer row with the endpoint's
+    descriptor and mode and the merchant's control key. Read after the order's lock."""
+    row = _OUTCOME_CONTEXT.one(conn, {"tx_id": transaction_id})
+    return row["t_"], _card_or_none(row["c_"]), row["e_"]
+
+
 def _outcome_context() -> Joined:
-    """A transaction with what its callbacks need: the order's card, the endpoint's descriptor and mode and
-    the merchant's control key; columns prefixed ``t_``, ``c_`` and ``e_``."""
     joined = (
         _with_order_and_card()
         .join(endpoints, endpoints.c.id == orders.c.endpoint_id)
@@ -508,22 +486,21 @@ def _outcome_context() -> Joined:
 _OUTCOME_CONTEXT = _outcome_context()
 
 
-def attach_card(
-    conn: Connection, order: Record, transaction_id: int, card: NewCard, cvv_ciphertext: bytes, now_ms: int
-) -> None:
-    """The card a hosted form collected: stored, its CVV kept until authorization, processing queued."""
-    card_id = _INSERT_CARD.scalar(conn, _card_values(card, order["merchant_id"], now_ms))
-    conn.execute(update(orders).where(orders.c.id == order["id"]).values(card_id=card_id))
-    _INSERT_SECRET.execute(conn, {"tx_id": transaction_id, "cvv": cvv_ciphertext})
-    job_queue.add(conn, "process", transaction_id, run_at_ms=now_ms, now_ms=now_ms)
+def write_outcome(conn: Connection, transaction_id: int, changes: dict[str, Any], now_ms: int) -> None:
+    """Sets the outcome's columns (``changes``: stage, error_code, error_message, approval_code,
+    processor_rrn, processor_tx_id)."""
+    _RECORD.execute(conn, {"tx_id": transaction_id, "now_ms": now_ms, **{f"new_{k}": v for k, v in changes.items()}})
 
 
-def move_stage(conn: Connection, transaction_id: int, target: Stage, now_ms: int) -> None:
-    """A non-final step of a transaction (3-D Secure), checked by the transition table."""
-    current = conn.execute(
-        select(transactions.c.stage).where(transactions.c.id == transaction_id).with_for_update()
-    ).scalar_one()
-    stage = advance(Stage(current), target)
+def locked_stage(conn: Connection, transaction_id: int) -> Stage:
+    return Stage(
+        conn.execute(
+            select(transactions.c.stage).where(transactions.c.id == transaction_id).with_for_update()
+        ).scalar_one()
+    )
+
+
+def set_stage(conn: Connection, transaction_id: int, stage: Stage, now_ms: int) -> None:
     conn.execute(
         update(transactions).where(transactions.c.id == transaction_id).values(stage=stage.value, updated_at_ms=now_ms)
     )
@@ -549,30 +526,6 @@ def transaction(conn: Connection, transaction_id: int) -> Record:
     return _TRANSACTION.one(conn, {"tx_id": transaction_id})
 
 
-def _enqueue_callbacks(
-    conn: Connection, order: Record, tx: Record, now_ms: int, lease: Lease | None, sender: Sender | None
-) -> Queued:
-    """``tx`` as it now stands in the database; without a ``sender`` at hand, it is read only when there
-    is a callback to send."""
-    if not (order["server_callback_url"] or order["notify_url"]):
-        return NOTHING_QUEUED
-    starts_order = tx["tx_type"] == order["tx_type"]
-    sender = sender or callback_store.sender_of(conn, order)
-    return callback_store.enqueue(conn, order, tx, sender, now_ms, starts_order=starts_order, lease=lease)
-
-
-def _post_approved(
-    conn: Connection, order: Record, transaction_id: int, tx_type: TxType, amount: int, now_ms: int
-) -> None:
-    if tx_type in ledger.NEEDS_BALANCES:
-        balances = ledger_store.order_balances(conn, order["id"])
-        multi_capture = multi_capture_of(conn, order)
-    else:  # a sale or preauth only brings money in: no need to read the order's accounts
-        balances, multi_capture = ledger.Balances(), False
-    posting = ledger.on_approved(tx_type, amount, balances, multi_capture=multi_capture)
-    ledger_store.post(conn, order, transaction_id, posting, now_ms)
-
-
 def lock_order(conn: Connection, order_id: int) -> Record:
     """The order row, locked until the end of the transaction: operations on one order are serialized."""
     return _LOCKED_ORDER.one(conn, {"order_id": order_id})
@@ -585,33 +538,6 @@ def multi_capture_of(conn: Connection, order: Record) -> bool:
 def order_state(conn: Connection, order: Record) -> OrderState:
     txs = _TRANSACTIONS_OF.all(conn, {"order_id": order["id"]})
     return _state(order, txs, multi_capture=multi_capture_of(conn, order))
-
-
-def add_transaction(
-    conn: Connection, order: Record, tx_type: TxType, amount: int, serial: str, now_ms: int, *, stage: Stage
-) -> int:
-    """A further transaction on an order; one still processing gets a job for the workers."""
-    tx_id = int(
-        conn.execute(
-            insert(transactions).values(
-                order_id=order["id"],
-                serial_number=serial,
-                tx_type=tx_type.value,
-                stage=stage.value,
-                amount=amount,
-                currency=order["currency"],
-                created_at_ms=now_ms,
-                updated_at_ms=now_ms,
-            )
-        ).inserted_primary_key[0]  # type: ignore[index]
-    )
-    if stage is Stage.PROCESSING:
-        job_queue.add(conn, "process", tx_id, run_at_ms=now_ms, now_ms=now_ms)
-    elif stage is Stage.APPROVED:
-        _post_approved(conn, order, tx_id, tx_type, amount, now_ms)
-        tx = _TRANSACTION.one(conn, {"tx_id": tx_id})
-        _enqueue_callbacks(conn, order, tx, now_ms, None, None)
-    return tx_id
 
 
 def order_for_merchant(conn: Connection, endpoint_ids: Sequence[int], order_id: int) -> Record | None:

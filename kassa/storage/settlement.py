@@ -1,61 +1,65 @@
-"""Settlement of captured money and expiry of authorizations never captured (CONTRACT §7)."""
+"""Queries of settlement and of authorization expiry."""
 
 from __future__ import annotations
 
-import uuid
+from typing import Any
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, Select, and_, bindparam, exists, select, update
 
-from kassa.domain import ledger
-from kassa.domain.lifecycle import Stage, TxType
-from kassa.domain.orders import MONEY_IN, may_expire
-from kassa.storage import ledger as ledger_store
-from kassa.storage import orders as order_store
-from kassa.storage.tables import orders, transactions
+from kassa.domain.lifecycle import Stage
+from kassa.domain.transactions import SETTLING, FollowUp, allowing
+from kassa.storage.tables import transactions
+
+_FAILED = (Stage.DECLINED.value, Stage.FILTERED.value, Stage.ERROR.value)
 
 
-def settle(conn: Connection, now_ms: int, endpoint_id: int | None = None) -> int:
-    """Settles every approved, unsettled sale and capture (of one endpoint, or all); returns how many
-    orders were settled. Safe to run on several nodes at once: each order is locked and re-checked."""
-    settled = 0
-    for order_id in ledger_store.unsettled_money_in(conn, endpoint_id):
-        order = order_store.lock_order(conn, order_id)
-        marked = conn.execute(
+def mark_settled(conn: Connection, order_id: int, now_ms: int) -> int:
+    """Marks the order's approved, unsettled money-in transactions settled; returns how many."""
+    return int(
+        conn.execute(
             update(transactions)
             .where(
                 transactions.c.order_id == order_id,
                 transactions.c.stage == Stage.APPROVED.value,
-                transactions.c.tx_type.in_([t.value for t in MONEY_IN]),
+                transactions.c.tx_type.in_([t.value for t in SETTLING]),
                 transactions.c.settled_at_ms.is_(None),
             )
             .values(settled_at_ms=now_ms)
         ).rowcount
-        if marked:
-            posting = ledger.on_settlement(ledger_store.order_balances(conn, order_id))
-            ledger_store.post(conn, order, None, posting, now_ms)
-            settled += 1
-    return settled
+    )
 
 
-def expire_authorizations(conn: Connection, now_ms: int, ttl_ms: int) -> list[int]:
-    """Cancels approved authorizations older than ``ttl_ms`` that were never captured; returns their orders."""
-    candidates = conn.execute(
-        select(orders.c.id)
-        .join(transactions, transactions.c.order_id == orders.c.id)
-        .where(
-            orders.c.tx_type == TxType.PREAUTH.value,
-            transactions.c.tx_type == TxType.PREAUTH.value,
-            transactions.c.stage == Stage.APPROVED.value,
-            transactions.c.updated_at_ms <= now_ms - ttl_ms,
+def _open_authorizations() -> Select[Any]:
+    """Approved authorizations (the first transaction of an order that may expire) approved at or before
+    ``before_ms``, with nothing after them but failed attempts: the orders still holding money. Read in
+    batches by transaction id along ``ix_transactions_expiry``."""
+    later = transactions.alias("later")
+    taken_on = exists().where(
+        and_(
+            later.c.order_id == transactions.c.order_id,
+            later.c.id > transactions.c.id,
+            later.c.stage.not_in(_FAILED),
         )
-    ).scalars()
-    expired = []
-    for order_id in list(candidates):
-        order = order_store.lock_order(conn, order_id)
-        state = order_store.order_state(conn, order)
-        if may_expire(state):
-            order_store.add_transaction(
-                conn, order, TxType.CANCEL, state.amount, str(uuid.uuid4()), now_ms, stage=Stage.APPROVED
-            )
-            expired.append(order_id)
-    return expired
+    )
+    query = (
+        select(transactions.c.id, transactions.c.order_id)
+        .where(
+            transactions.c.tx_type.in_([t.value for t in allowing(FollowUp.EXPIRY)]),
+            transactions.c.stage == Stage.APPROVED.value,
+            transactions.c.updated_at_ms <= bindparam("before_ms"),
+            transactions.c.id > bindparam("after_id"),
+            ~taken_on,
+        )
+        .order_by(transactions.c.id)
+        .limit(bindparam("batch"))
+    )
+    return query
+
+
+_OPEN_AUTHORIZATIONS = _open_authorizations()
+
+
+def open_authorizations(conn: Connection, before_ms: int, after_tx_id: int, batch: int) -> list[tuple[int, int]]:
+    """(transaction id, order id) of up to ``batch`` open authorizations, by transaction id."""
+    rows = conn.execute(_OPEN_AUTHORIZATIONS, {"before_ms": before_ms, "after_id": after_tx_id, "batch": batch})
+    return [(int(row.id), int(row.order_id)) for row in rows]

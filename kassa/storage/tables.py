@@ -137,7 +137,9 @@ transactions = Table(
     Column("updated_at_ms", BigInteger, nullable=False),
     Column("settled_at_ms", BigInteger),
     Index("ix_transactions_order", "order_id", "id"),
-    Index("ix_transactions_stage", "stage", "tx_type"),
+    # Transactions by stage and type in id order: settlement's unsettled money and the open authorizations
+    # that may expire, read in batches by id.
+    Index("ix_transactions_expiry", "stage", "tx_type", "id"),
     sqlite_autoincrement=True,
 )
 

@@ -12,12 +12,11 @@ from kassa.domain.lifecycle import (
     IllegalTransition,
     Stage,
     Status,
-    TxType,
     advance,
-    order_stage,
     stages_of_status,
     status_of,
 )
+from kassa.domain.transactions import TxType, order_stage
 
 
 def test_every_stage_has_a_row_in_the_transition_table() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kassa.domain.lifecycle import Stage, TxType
+from kassa.domain.lifecycle import Stage
 from kassa.domain.orders import (
     OrderRuleError,
     OrderState,
@@ -16,6 +16,7 @@ from kassa.domain.orders import (
     plan_return,
     plan_void,
 )
+from kassa.domain.transactions import TxType
 
 APPROVED, PROCESSING, DECLINED = Stage.APPROVED, Stage.PROCESSING, Stage.DECLINED
 

@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 
 import httpx
 
-from kassa.domain import threeds as tds
+from kassa.domain import threeds_protocol as tds
 from tests.support.databases import run_sql
 from tests.support.gateway import Gateway, Merchant, free_port, new_merchant, sha1
 from tests.support.receiver import Receiver, running

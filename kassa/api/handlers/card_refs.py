@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import datetime
 
-from sqlalchemy import Connection
-
 from kassa.api.context import OperationRequest, Reply
 from kassa.api.errors import ApiError, Code, field_error
-from kassa.api.handlers.common import card_fields, locked_order, refusal, serving_endpoint
+from kassa.api.handlers.common import card_fields, change_order, order_ref, serving_endpoint
 from kassa.api.handlers.payments import new_order, open_order
 from kassa.clock import now_ms
+from kassa.core import followups
 from kassa.domain import cards
-from kassa.domain.lifecycle import TxType
 from kassa.domain.money import Currency
-from kassa.domain.orders import OrderRuleError, plan_card_ref
+from kassa.domain.transactions import TxType
 from kassa.storage import card_refs as card_ref_store
-from kassa.storage import orders as order_store
 from kassa.storage.prepared import Record
 
 _MAX_REF_DIGITS = 18  # an int64 id
@@ -34,20 +31,9 @@ _CARD_INFO_NAMES = {
 
 async def create_card_ref(req: OperationRequest) -> Reply:
     values = req.values
-    endpoint_ids = req.endpoint.member_ids()
-    now = now_ms()
-
-    def unit(conn: Connection) -> int:
-        order = locked_order(conn, endpoint_ids, values["orderid"], values["client_orderid"])
-        try:
-            plan_card_ref(order_store.order_state(conn, order))
-        except OrderRuleError as refused:
-            raise refusal(refused) from None
-        return card_ref_store.reference(conn, order, now)
-
-    ref_id = await req.services.db.write(unit)
+    ref, now = order_ref(req), now_ms()
+    ref_id = await change_order(req, lambda conn: followups.card_reference(conn, ref, now))
     return {
-        "type": "create-card-ref-response",
         "serial-number": req.serial,
         "status": "approved",
         "merchant-order-id": values["client_orderid"],
@@ -59,7 +45,7 @@ async def create_card_ref(req: OperationRequest) -> Reply:
 async def get_card_info(req: OperationRequest) -> Reply:
     _ref_id, card = await _stored_card(req)
     shown = {_CARD_INFO_NAMES[name]: value for name, value in card_fields(card).items()}
-    return {"type": "get-card-info-response", "serial-number": req.serial, **shown}
+    return {"serial-number": req.serial, **shown}
 
 
 async def make_rebill(req: OperationRequest) -> Reply:

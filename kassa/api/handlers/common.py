@@ -2,23 +2,41 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
+from typing import TypeVar
 
 from sqlalchemy import Connection
 
-from kassa.api.context import Reply
-from kassa.api.errors import ApiError, Code
+from kassa.api.context import OperationRequest, Reply
+from kassa.api.errors import ApiError, Code, field_error
+from kassa.core.errors import FieldMismatch, NoSuchOrder, NotWaiting
+from kassa.core.followups import OrderRef
 from kassa.domain.merchants import Endpoint
 from kassa.domain.orders import OrderRuleError, Refusal
-from kassa.storage import orders as order_store
 from kassa.storage.prepared import Record
+
+T = TypeVar("T")
 
 _REFUSAL_CODES = {Refusal.STATE: Code.STATE, Refusal.AMOUNT: Code.AMOUNT}
 
 
-def refusal(refused: OrderRuleError) -> ApiError:
-    """An order rule's refusal as the merchant gets it (codes 6 and 7)."""
-    return ApiError(_REFUSAL_CODES[refused.refusal], refused.message)
+def order_ref(req: OperationRequest) -> OrderRef:
+    """The order a request names by ``orderid`` and ``client_orderid``, on the endpoints it may use."""
+    return OrderRef(req.endpoint.member_ids(), req.values["orderid"], req.values["client_orderid"])
+
+
+async def change_order(req: OperationRequest, change: Callable[[Connection], T]) -> T:
+    """Runs a state change of ``kassa.core`` on an order; its refusals as the merchant gets them."""
+    try:
+        return await req.services.db.write(change)
+    except NoSuchOrder as missing:
+        raise ApiError(Code.NOT_FOUND, str(missing)) from None
+    except OrderRuleError as refused:  # codes 6 and 7
+        raise ApiError(_REFUSAL_CODES[refused.refusal], refused.message) from None
+    except FieldMismatch as mismatch:
+        raise field_error(mismatch.field, mismatch.problem) from None
+    except NotWaiting as refused:
+        raise ApiError(Code.STATE, str(refused)) from None
 
 
 def serving_endpoint(addressed: Endpoint, currency: str) -> Endpoint:
@@ -32,21 +50,12 @@ def serving_endpoint(addressed: Endpoint, currency: str) -> Endpoint:
 def async_reply(serial: str, client_orderid: str, order_id: int, endpoint_id: int) -> Reply:
     """The acknowledgement of an operation accepted for asynchronous processing."""
     return {
-        "type": "async-response",
         "status": "processing",
         "serial-number": serial,
         "merchant-order-id": client_orderid,
         "paynet-order-id": str(order_id),
         "end-point-id": str(endpoint_id),
     }
-
-
-def locked_order(conn: Connection, endpoint_ids: Sequence[int], order_id: int, client_orderid: str) -> Record:
-    """The order a follow-up names by ``orderid`` and ``client_orderid``, locked until the transaction ends."""
-    order = order_store.order_for_merchant(conn, endpoint_ids, order_id)
-    if order is None or order["client_orderid"] != client_orderid:
-        raise ApiError(Code.NOT_FOUND, "no such order for this endpoint and client_orderid")
-    return order_store.lock_order(conn, order_id)
 
 
 def card_fields(card: Record) -> Reply:

@@ -14,13 +14,13 @@ from kassa.api.context import OperationRequest, Reply
 from kassa.api.errors import ApiError, Code, field_error
 from kassa.api.handlers.common import async_reply, serving_endpoint
 from kassa.clock import now_ms
-from kassa.domain import cards, money
-from kassa.domain.lifecycle import TxType
+from kassa.core import opening
+from kassa.domain import money
 from kassa.domain.money import Currency
-from kassa.pages import urls
-from kassa.storage import orders as order_store
+from kassa.domain.transactions import TxType, rule
 from kassa.storage.orders import NewCard, NewOrder
-from kassa.vault.keys import Vault, cvv_context, pan_context
+from kassa.vault.keys import cvv_context
+from kassa.web import addresses
 
 _CUSTOMER_FIELDS = (
     "first_name", "last_name", "ssn", "birthday", "address1", "city", "state", "zip_code", "country",
@@ -56,19 +56,18 @@ async def start_card_order(req: OperationRequest, tx_type: TxType, *, hosted: bo
     values = req.values
     cur = _currency(req)
     endpoint = serving_endpoint(req.endpoint, cur.code)
-    problem = endpoint.amount_limit_problem(values["amount"]) if tx_type is not TxType.ACCOUNT_VERIFICATION else None
+    problem = endpoint.amount_limit_problem(values["amount"]) if rule(tx_type).moves_money else None
     if problem:
         raise ApiError(Code.AMOUNT, problem)
     if hosted:
         return await open_order(req, new_order(req, tx_type, endpoint.id, cur, hosted=True))
-    card = new_card(req.services.vault, req.merchant_id, values)
-    return await open_order(req, new_order(req, tx_type, endpoint.id, cur, card=card))
+    return await open_order(req, new_order(req, tx_type, endpoint.id, cur, card=new_card(req)))
 
 
 async def open_order(req: OperationRequest, new: NewOrder) -> Reply:
-    """Writes the new order (or finds the one its client_orderid started), starts its processing and
-    answers: ``async-response``, or ``async-form-response`` for a hosted form."""
-    started = await req.services.db.write(lambda conn: order_store.start_order(conn, new))
+    """Opens the new order (or finds the one its client_orderid started), hands its processing over and
+    answers; for a hosted form, with the form's address."""
+    started = await req.services.db.write(lambda conn: opening.open_order(conn, new))
     if not started.created and started.request_fingerprint != new.request_fingerprint:
         raise ApiError(Code.DUPLICATE, "client_orderid was already used with different fields")
     if started.job is not None and new.lease is not None:
@@ -77,8 +76,7 @@ async def open_order(req: OperationRequest, new: NewOrder) -> Reply:
         req.services.wake_workers(callbacks=False)  # a new order has no callbacks yet: no empty claim
     reply = async_reply(started.serial, req.values["client_orderid"], started.order_id, started.endpoint_id)
     if started.form_token is not None:
-        reply["type"] = "async-form-response"
-        reply["redirect-url"] = urls.form(req.base_url, started.form_token)
+        reply["redirect-url"] = addresses.form(req.base_url, started.form_token)
     return reply
 
 
@@ -132,18 +130,15 @@ def new_order(
     )
 
 
-def new_card(vault: Vault, merchant_id: int, values: dict[str, Any]) -> NewCard:
-    """The card as stored: the PAN encrypted, BIN and last four in clear for display."""
-    pan: str = values["credit_card_number"]
-    return NewCard(
-        pan_ciphertext=vault.encrypt(pan, pan_context(merchant_id)),
-        pan_fingerprint=vault.fingerprint(pan),
-        bin=cards.bin_of(pan),
-        last_four=cards.last_four(pan),
-        brand=(brand.value if (brand := cards.brand_of(pan)) else None),
-        exp_month=values["expire_month"],
-        exp_year=values["expire_year"],
-        holder_name=values.get("card_printed_name", ""),
+def new_card(req: OperationRequest) -> NewCard:
+    values = req.values
+    return opening.new_card(
+        req.services.vault,
+        req.merchant_id,
+        values["credit_card_number"],
+        values["expire_month"],
+        values["expire_year"],
+        values.get("card_printed_name", ""),
     )
 
 

@@ -7,14 +7,17 @@ from kassa.api.errors import ApiError, Code, field_error
 from kassa.api.handlers.common import card_fields
 from kassa.clock import date_time_text
 from kassa.domain import money
-from kassa.domain.lifecycle import Stage, TxType, order_stage, status_of
-from kassa.pages import urls
+from kassa.domain.lifecycle import Stage, status_of
+from kassa.domain.threeds_protocol import Step
+from kassa.domain.transactions import TxType, order_stage
 from kassa.pages.rendering import render_page
-from kassa.pages.steps import acs_request, method_request
+from kassa.storage import authentications, browser_sessions
 from kassa.storage import orders as order_store
-from kassa.storage import threeds as threeds_store
+from kassa.storage.browser_sessions import SessionKind
 from kassa.storage.orders import OrderSnapshot
 from kassa.storage.prepared import Record
+from kassa.web import addresses
+from kassa.web.browser_steps import acs_request, method_request
 
 
 async def status(req: OperationRequest) -> Reply:
@@ -44,18 +47,18 @@ async def _browser_step(req: OperationRequest, tx: Record) -> Reply:
     raw 3-D Secure data for merchants that run the step themselves (CONTRACT §8)."""
     record, session = await req.services.db.read(
         lambda conn: (
-            threeds_store.of_transaction(conn, tx["id"]),
-            threeds_store.session_of(conn, tx["id"], "checkout"),
+            authentications.of_transaction(conn, tx["id"]),
+            browser_sessions.session_of(conn, tx["id"], SessionKind.CHECKOUT),
         )
     )
     if record is None or session is None:
         return {}
     base = req.base_url
-    step: Reply = {"redirect-to": urls.checkout(base, session["token"])}
+    step: Reply = {"redirect-to": addresses.checkout(base, session["token"])}
     step["html"] = render_page("autopost.html", method="get", action=step["redirect-to"], fields={}).html
     step["threeds-version"] = record["version"]
     step["threeds-server-trans-id"] = record["server_trans_id"]
-    if record["step"] == "method":
+    if record["step"] == Step.METHOD:
         step["threeds-method-url"], step["threeds-method-data"] = method_request(base, record)
     else:
         acs_url, posted = acs_request(base, record, tx)
@@ -80,7 +83,6 @@ def _status_fields(req: OperationRequest, snapshot: OrderSnapshot, tx: Record) -
     cur = money.currency(tx["currency"])
     endpoint = next((e for e in (req.endpoint, *req.endpoint.members) if e.id == order["endpoint_id"]), req.endpoint)
     reply: Reply = {
-        "type": "status-response",
         "serial-number": req.serial,
         "status": status_of(stage).value,
         "merchant-order-id": order["client_orderid"],

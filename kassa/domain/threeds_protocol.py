@@ -1,12 +1,12 @@
-"""3-D Secure as the gateway sees it: the issuer's authentication paths, and the browser-borne messages
-(EMV 3DS 2.2 CReq/CRes and Method data, 3DS 1.0.2 PaReq/PaRes) in their wire encodings."""
+"""3-D Secure as a protocol: the issuer's authentication paths, the steps of an authentication, and the
+browser-borne messages (EMV 3DS 2.2 CReq/CRes and Method data, 3DS 1.0.2 PaReq/PaRes) in their wire
+encodings. The issuer's own decisions (codes, authentication values) are the sandbox issuer's."""
 
 from __future__ import annotations
 
 import base64
 import binascii
 import json
-import secrets
 from enum import StrEnum
 from typing import Any
 
@@ -31,6 +31,14 @@ class ThreeDSPath(StrEnum):
     @property
     def has_method(self) -> bool:
         return self in (ThreeDSPath.METHOD_FRICTIONLESS, ThreeDSPath.METHOD_CHALLENGE)
+
+
+class Step(StrEnum):
+    """Where an authentication stands: waiting for the Method step, for the challenge's answer, or done."""
+
+    METHOD = "method"
+    CHALLENGE = "challenge"
+    DONE = "done"
 
 
 class MessageError(ValueError):
@@ -87,18 +95,3 @@ def pareq(xid: str, amount: str, currency: str) -> str:
 
 def pares(xid: str, trans_status: str) -> str:
     return encode({"messageType": "PaRes", "version": VERSION_1, "xid": xid, "status": trans_status})
-
-
-def eci(trans_status: str, brand: str | None) -> str | None:
-    """Electronic Commerce Indicator: Mastercard numbers its levels differently from the others."""
-    mastercard = brand == "MASTERCARD"
-    return {"Y": "02" if mastercard else "05", "A": "01" if mastercard else "06"}.get(trans_status)
-
-
-def authentication_value() -> str:
-    """A CAVV/AAV: 20 bytes from the issuer, base64."""
-    return base64.b64encode(secrets.token_bytes(20)).decode()
-
-
-def challenge_code() -> str:
-    return f"{secrets.randbelow(1_000_000):06d}"

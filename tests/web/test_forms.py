@@ -9,8 +9,7 @@ from urllib.parse import parse_qsl
 
 import pytest
 
-from kassa.api.errors import ApiError
-from kassa.api.parsing import MAX_BODY, parse_form, read_body
+from kassa.web.forms import MAX_BODY, FormError, parse_form, read_body
 
 
 def _stdlib(body: bytes) -> list[tuple[str, str]]:
@@ -31,16 +30,16 @@ def test_form_pairs_match_parse_qsl_on_random_bodies() -> None:
         try:
             expected: object = _stdlib(body)
         except UnicodeDecodeError:
-            expected = ApiError
+            expected = FormError
         try:
             got: object = parse_form(body)
-        except ApiError:
-            got = ApiError
+        except FormError:
+            got = FormError
         assert got == expected, body
 
 
 def test_invalid_utf8_escape_is_refused() -> None:
-    with pytest.raises(ApiError, match="not UTF-8 form data"):
+    with pytest.raises(FormError, match="not UTF-8 form data"):
         parse_form(b"name=%FF")
 
 
@@ -63,12 +62,12 @@ def test_body_is_joined_from_its_chunks() -> None:
 
 def test_body_cut_short_by_a_disconnect_is_refused_not_parsed() -> None:
     chunks = _receive({"type": "http.request", "body": b"amount=10", "more_body": True}, {"type": "http.disconnect"})
-    with pytest.raises(ApiError, match="ended early"):
+    with pytest.raises(FormError, match="ended early"):
         asyncio.run(read_body(chunks, "13"))
 
 
 @pytest.mark.parametrize("declared", ["", str(MAX_BODY + 1)])
 def test_body_larger_than_the_limit_is_refused_declared_or_not(declared: str) -> None:
     chunks = _receive(*[{"type": "http.request", "body": b"x" * 1024, "more_body": True}] * 80)
-    with pytest.raises(ApiError, match="larger than"):
+    with pytest.raises(FormError, match="larger than"):
         asyncio.run(read_body(chunks, declared))

@@ -1,4 +1,4 @@
-"""Request bodies: size limit, form decoding, field-name aliases and trimming (CONTRACT §1)."""
+"""Form bodies of API requests and customer pages: size limit, decoding and trimming (CONTRACT §1)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ from urllib.parse import unquote_plus
 
 from starlette.types import Receive, Scope
 
-from kassa.api.errors import ApiError, Code
-
 MAX_BODY = 64 * 1024
+
+
+class FormError(ValueError):
+    """A body that cannot be read as a form; the message is fit to show the client."""
 
 
 def request_headers(scope: Scope) -> dict[str, str]:
@@ -26,7 +28,7 @@ async def read_body(receive: Receive, declared: str) -> bytes:
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            raise ApiError(Code.FIELD, "the request body ended early: the client disconnected")
+            raise FormError("the request body ended early: the client disconnected")
         chunk: bytes = message.get("body", b"")
         body += chunk
         if len(body) > MAX_BODY:
@@ -35,8 +37,8 @@ async def read_body(receive: Receive, declared: str) -> bytes:
             return body
 
 
-def _too_large() -> ApiError:
-    return ApiError(Code.FIELD, f"request body is larger than {MAX_BODY // 1024} KiB")
+def _too_large() -> FormError:
+    return FormError(f"request body is larger than {MAX_BODY // 1024} KiB")
 
 
 def parse_form(body: bytes) -> list[tuple[str, str]]:
@@ -44,7 +46,7 @@ def parse_form(body: bytes) -> list[tuple[str, str]]:
     try:
         return [_pair(part) for part in body.decode("utf-8").split("&") if part]
     except (UnicodeDecodeError, ValueError):
-        raise ApiError(Code.FIELD, "request body is not UTF-8 form data") from None
+        raise FormError("request body is not UTF-8 form data") from None
 
 
 def _pair(part: str) -> tuple[str, str]:

@@ -1,4 +1,4 @@
-"""Starting orders through the driver-level statements, on both backends."""
+"""Opening orders (through the driver-level statements) and recording their outcomes, on both backends."""
 
 from __future__ import annotations
 
@@ -8,8 +8,13 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import Connection, func, select
 
-from kassa.domain.lifecycle import Stage, TxType
+from kassa.core import followups, outcomes
+from kassa.core.opening import open_order
+from kassa.core.outbox import Queued
+from kassa.domain.lifecycle import Stage
 from kassa.domain.merchants import Mode
+from kassa.domain.transactions import TxType
+from kassa.processors.interface import Outcome
 from kassa.storage import callbacks as callback_store
 from kassa.storage import jobs as job_queue
 from kassa.storage import merchants as merchant_store
@@ -57,12 +62,12 @@ def _sale(
 
 def test_reused_client_orderid_of_a_rebill_keeps_the_stored_card(db: Database) -> None:
     merchant_id, endpoint_id = _endpoint(db)
-    sale = db.write_sync(lambda conn: order_store.start_order(conn, _sale(merchant_id, endpoint_id, "o-1", "s-1")))
+    sale = db.write_sync(lambda conn: open_order(conn, _sale(merchant_id, endpoint_id, "o-1", "s-1")))
     card_id = db.read_sync(lambda conn: conn.execute(select(orders.c.card_id)).scalar_one())
     charging = _sale(merchant_id, endpoint_id, "r-1", "s-2")
     rebill = dataclasses.replace(charging, card=None, card_id=card_id, card_ref_id=7)
-    first = db.write_sync(lambda conn: order_store.start_order(conn, rebill))
-    again = db.write_sync(lambda conn: order_store.start_order(conn, dataclasses.replace(rebill, serial="s-3")))
+    first = db.write_sync(lambda conn: open_order(conn, rebill))
+    again = db.write_sync(lambda conn: open_order(conn, dataclasses.replace(rebill, serial="s-3")))
     assert (first.created, again.created, again.order_id) == (True, False, first.order_id)
     assert first.order_id != sale.order_id
     assert _count(db, cards) == 1  # the card both orders charge is still there
@@ -76,7 +81,7 @@ def _count(db: Database, table: object) -> int:
 
 def test_start_order_writes_order_transaction_card_cvv_and_job(db: Database) -> None:
     merchant_id, endpoint_id = _endpoint(db)
-    started = db.write_sync(lambda conn: order_store.start_order(conn, _sale(merchant_id, endpoint_id, "o-1", "s-1")))
+    started = db.write_sync(lambda conn: open_order(conn, _sale(merchant_id, endpoint_id, "o-1", "s-1")))
     assert started.created
     assert [_count(db, t) for t in (orders, transactions, cards, transient_secrets, jobs)] == [1, 1, 1, 1, 1]
     snapshot = db.read_sync(lambda conn: order_store.find_order(conn, [endpoint_id], started.order_id, None))
@@ -88,8 +93,8 @@ def test_start_order_writes_order_transaction_card_cvv_and_job(db: Database) -> 
 
 def test_reused_client_orderid_finds_the_first_order_and_leaves_no_orphan_card(db: Database) -> None:
     merchant_id, endpoint_id = _endpoint(db)
-    first = db.write_sync(lambda conn: order_store.start_order(conn, _sale(merchant_id, endpoint_id, "o-1", "s-1")))
-    again = db.write_sync(lambda conn: order_store.start_order(conn, _sale(merchant_id, endpoint_id, "o-1", "s-2")))
+    first = db.write_sync(lambda conn: open_order(conn, _sale(merchant_id, endpoint_id, "o-1", "s-1")))
+    again = db.write_sync(lambda conn: open_order(conn, _sale(merchant_id, endpoint_id, "o-1", "s-2")))
     assert not again.created
     assert (again.order_id, again.serial) == (first.order_id, "s-1")
     assert [_count(db, t) for t in (orders, transactions, cards, transient_secrets, jobs)] == [1, 1, 1, 1, 1]
@@ -101,7 +106,7 @@ def test_a_sale_started_with_a_lease_hands_its_job_over_and_no_claim_takes_it_be
     merchant_id, endpoint_id = _endpoint(db)
     lease = Lease("worker-a", until_ms=10_000)
     new = _sale(merchant_id, endpoint_id, "o-1", "s-1", lease=lease)
-    started = db.write_sync(lambda conn: order_store.start_order(conn, new))
+    started = db.write_sync(lambda conn: open_order(conn, new))
     assert started.job is not None and started.job.attempts == 1
     assert db.write_sync(lambda conn: job_queue.claim(conn, "worker-b", 9_999, 1000, 10)) == []
     assert db.write_sync(lambda conn: job_queue.still_held(conn, started.job, "worker-a"))  # type: ignore[arg-type]
@@ -111,7 +116,7 @@ def test_a_sale_started_with_a_lease_hands_its_job_over_and_no_claim_takes_it_be
 
 def test_a_sale_started_without_a_lease_leaves_its_job_to_the_claim(db: Database) -> None:
     merchant_id, endpoint_id = _endpoint(db)
-    started = db.write_sync(lambda conn: order_store.start_order(conn, _sale(merchant_id, endpoint_id, "o-1", "s-1")))
+    started = db.write_sync(lambda conn: open_order(conn, _sale(merchant_id, endpoint_id, "o-1", "s-1")))
     assert started.job is None
     claimed = db.write_sync(lambda conn: job_queue.claim(conn, "worker-b", 2, 1000, 10))
     assert [job.transaction_id for job in claimed] == [_started_transaction(db, started.order_id)]
@@ -121,10 +126,10 @@ def _started_transaction(db: Database, order_id: int) -> int:
     return db.read_sync(lambda conn: order_store.latest_transaction_id(conn, order_id))
 
 
-def _approve(db: Database, order_id: int, lease: Lease | None) -> callback_store.Queued:
+def _approve(db: Database, order_id: int, lease: Lease | None) -> Queued:
     tx_id = _started_transaction(db, order_id)
-    outcome = order_store.Outcome(Stage.APPROVED, approval_code="123456")
-    return db.write_sync(lambda conn: order_store.record_outcome(conn, tx_id, outcome, 5, lease))
+    outcome = Outcome(Stage.APPROVED, approval_code="123456")
+    return db.write_sync(lambda conn: outcomes.record(conn, tx_id, outcome, 5, lease))
 
 
 @pytest.mark.parametrize(
@@ -140,7 +145,7 @@ def test_an_approved_sale_hands_over_the_callbacks_that_wait_for_no_other(
 ) -> None:
     merchant_id, endpoint_id = _endpoint(db)
     new = _sale(merchant_id, endpoint_id, "o-1", "s-1", server_callback_url=urls[0], notify_url=urls[1])
-    started = db.write_sync(lambda conn: order_store.start_order(conn, new))
+    started = db.write_sync(lambda conn: open_order(conn, new))
     queued = _approve(db, started.order_id, Lease("callbacks-a", until_ms=10_000))
     assert queued.count == 2
     assert [due.url for due in queued.handed] == handed
@@ -154,7 +159,7 @@ def test_a_later_transactions_callback_is_handed_over_only_once_the_earlier_one_
 ) -> None:
     merchant_id, endpoint_id = _endpoint(db)
     new = _sale(merchant_id, endpoint_id, "o-1", "s-1", notify_url="http://a.example/notify")
-    started = db.write_sync(lambda conn: order_store.start_order(conn, new))
+    started = db.write_sync(lambda conn: open_order(conn, new))
     lease = Lease("callbacks-a", until_ms=10_000)
     (sale_callback,) = _approve(db, started.order_id, lease).handed
     if sale_callback_delivered:
@@ -163,18 +168,18 @@ def test_a_later_transactions_callback_is_handed_over_only_once_the_earlier_one_
 
     def reverse(conn: Connection) -> int:
         order = order_store.lock_order(conn, started.order_id)
-        return order_store.add_transaction(conn, order, TxType.REVERSAL, 1042, "s-2", 7, stage=Stage.PROCESSING)
+        return followups.add(conn, order, TxType.REVERSAL, 1042, "s-2", 7)
 
     reversal = db.write_sync(reverse)
-    outcome = order_store.Outcome(Stage.APPROVED)
-    queued = db.write_sync(lambda conn: order_store.record_outcome(conn, reversal, outcome, 8, lease))
+    outcome = Outcome(Stage.APPROVED)
+    queued = db.write_sync(lambda conn: outcomes.record(conn, reversal, outcome, 8, lease))
     assert (queued.count, len(queued.handed)) == (1, handed)
 
 
 def test_an_approved_sale_without_a_lease_leaves_its_callbacks_to_the_claim(db: Database) -> None:
     merchant_id, endpoint_id = _endpoint(db)
     new = _sale(merchant_id, endpoint_id, "o-1", "s-1", server_callback_url="http://a.example/cb")
-    started = db.write_sync(lambda conn: order_store.start_order(conn, new))
+    started = db.write_sync(lambda conn: open_order(conn, new))
     queued = _approve(db, started.order_id, None)
     assert (queued.count, queued.handed) == (1, [])
     assert len(db.write_sync(lambda conn: callback_store.claim(conn, "callbacks-b", 9_999, 1000, 10))) == 1

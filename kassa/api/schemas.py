@@ -1,0 +1,151 @@
+"""The fields of each request schema of the operation table (``operations``), in declared order, built
+from groups several schemas share."""
+
+from __future__ import annotations
+
+from kassa.api import fields as f
+from kassa.api.fields import Field
+
+LOGIN = Field("login", f.text(64), True, "merchant login")
+CONTROL = Field("control", f.text(40), True, "SHA-1 control signature")
+CLIENT_ORDERID = Field("client_orderid", f.text(128), True, "the merchant's order id")
+ORDERID = Field("orderid", f.order_id, True, "the gateway's order id (paynet-order-id)")
+CURRENCY = Field("currency", f.currency_code, True, "ISO 4217 alpha-3")
+AMOUNT = Field("amount", f.amount(), True, "decimal amount in major units")
+OPTIONAL_CURRENCY = Field("currency", f.currency_code, False, "ISO 4217 alpha-3")
+OPTIONAL_AMOUNT = Field("amount", f.amount(), False, "decimal amount in major units; omitted: all")
+ORDER_DESC = Field("order_desc", f.text(1024), False, "order description")
+IPADDRESS = Field("ipaddress", f.ip_address, False, "the customer's IP address")
+
+CUSTOMER = (
+    Field("first_name", f.text(64)),
+    Field("last_name", f.text(64)),
+    Field("ssn", f.digits(9)),
+    Field("birthday", f.text(8)),
+    Field("address1", f.text(256)),
+    Field("city", f.text(64)),
+    Field("state", f.text(64)),
+    Field("zip_code", f.text(16)),
+    Field("country", f.text(2)),
+    Field("phone", f.text(32)),
+    Field("cell_phone", f.text(32)),
+    Field("email", f.email, False, "customer e-mail; part of the control formula"),
+    Field("site_url", f.url),
+    Field("purpose", f.text(256)),
+    Field("preferred_language", f.text(2)),
+)
+CARD = (
+    Field("credit_card_number", f.card_number, True, "card number (PAN)"),
+    Field("card_printed_name", f.text(128), False, "cardholder name"),
+    Field("expire_month", f.expire_month, True, "MM"),
+    Field("expire_year", f.expire_year, True, "YY or YYYY"),
+    Field("cvv2", f.cvv, True, "card security code"),
+)
+URLS = (
+    Field("redirect_url", f.url, False, "where the customer returns after a browser step"),
+    Field("server_callback_url", f.url, False, "receives the outcome of the started transaction"),
+    Field("notify_url", f.url, False, "receives the outcome of every transaction of the order"),
+    Field("merchant_data", f.text(1024), False, "echoed in callbacks as merchantdata"),
+)
+
+ORDER_START = (CLIENT_ORDERID, ORDER_DESC, CURRENCY, AMOUNT, IPADDRESS, *CUSTOMER)
+SALE_FIELDS = (*ORDER_START, *CARD, *URLS, CONTROL)
+FORM_FIELDS = (*ORDER_START, *URLS, CONTROL)
+VERIFY_START = (
+    CLIENT_ORDERID,
+    ORDER_DESC,
+    Field("currency", f.currency_code, False, "ISO 4217 alpha-3; default: the endpoint's"),
+    Field("amount", f.amount(positive=False), False, "absent or zero"),
+    IPADDRESS,
+    *CUSTOMER,
+)
+VERIFY_FIELDS = (*VERIFY_START, *CARD, *URLS, CONTROL)
+VERIFY_FORM_FIELDS = (*VERIFY_START, *URLS, CONTROL)
+CAPTURE_FIELDS = (
+    LOGIN,
+    CLIENT_ORDERID,
+    ORDERID,
+    OPTIONAL_CURRENCY,
+    OPTIONAL_AMOUNT,
+    Field("comment", f.text(256)),
+    CONTROL,
+)
+ORDER_REF_FIELDS = (LOGIN, CLIENT_ORDERID, ORDERID, CONTROL)
+STATUS_FIELDS = (
+    LOGIN,
+    Field("client_orderid", f.text(128), False, "the merchant's order id"),
+    Field(
+        "orderid",
+        f.order_id,
+        False,
+        "the gateway's order id; empty string in the control formula when absent",
+    ),
+    Field("by-request-sn", f.serial, False, "serial number of the transaction to report"),
+    CONTROL,
+)
+THREEDS_UPLOAD_FIELDS = (LOGIN, CLIENT_ORDERID, ORDERID, CONTROL)
+PAYOUT_DESTINATION = (
+    Field("payout_method", f.choice("card", "bank", "ewallet", "phone")),
+    Field("credit_card_number", f.card_number),
+    Field("destination-card-ref-id", f.text(20)),
+    Field("account_number", f.text(34)),
+    Field("bank_name", f.text(128)),
+    Field("routing_number", f.digits(9)),
+    Field("bank_bic", f.text(11)),
+    Field("iban", f.text(34)),
+    Field("ewallet_type", f.text(32)),
+    Field("ewallet_wallet", f.text(128)),
+    Field("receiver_phone", f.text(16)),
+    Field("receiver_bank_id", f.text(32)),
+    Field("receiver_name", f.text(128)),
+)
+PAYOUT_FIELDS = (CLIENT_ORDERID, ORDER_DESC, CURRENCY, AMOUNT, IPADDRESS, *PAYOUT_DESTINATION, *URLS)
+CARDREF_V4_FIELDS = (CLIENT_ORDERID, ORDERID)
+TRANSFER_FIELDS = (
+    CLIENT_ORDERID,
+    ORDER_DESC,
+    CURRENCY,
+    AMOUNT,
+    IPADDRESS,
+    Field("credit_card_number", f.card_number),
+    Field("card_printed_name", f.text(128)),
+    Field("expire_month", f.expire_month),
+    Field("expire_year", f.expire_year),
+    Field("cvv2", f.cvv),
+    Field("card_recurring_payment_id", f.digits(20)),
+    Field("deposit2card", f.choice("true", "false")),
+    Field("destination-card-no", f.card_number),
+    Field("destination_card_recurring_payment_id", f.digits(20)),
+    *URLS,
+)
+
+
+UPLOAD_CRES_FIELDS = (*THREEDS_UPLOAD_FIELDS, Field("cres", f.text(8192), True, "the CRes, base64url"))
+BROWSER_FIELDS = tuple(
+    Field(name, f.text(2048))
+    for name in (
+        "browserAcceptHeader", "browserIP", "browserJavaEnabled", "browserJavascriptEnabled", "browserLanguage",
+        "browserColorDepth", "browserScreenHeight", "browserScreenWidth", "browserTZ", "browserUserAgent",
+    )
+)  # fmt: skip
+UPLOAD_METHOD_FIELDS = (
+    *THREEDS_UPLOAD_FIELDS,
+    Field("threeDSServerTransID", f.serial, True),
+    Field("threeDSCompInd", f.choice("Y", "N", "U"), True),
+    *BROWSER_FIELDS,
+)
+UPLOAD_PARES_FIELDS = (*THREEDS_UPLOAD_FIELDS, Field("pares", f.text(16384), True), Field("md", f.text(1024)))
+CARD_INFO_FIELDS = (LOGIN, Field("cardrefid", f.text(20), True), CONTROL)
+REBILL_FIELDS = (
+    CLIENT_ORDERID, LOGIN, Field("cardrefid", f.text(20), True), ORDER_DESC, CURRENCY, AMOUNT, IPADDRESS,
+    Field("cvv2", f.digits(4)), Field("comment", f.text(256)), *URLS, CONTROL,
+)  # fmt: skip
+RECURRING_FIELDS = (
+    CLIENT_ORDERID, Field("cardrefid", f.text(20)), ORDER_DESC, CURRENCY, AMOUNT, Field("email", f.email),
+    Field("period", f.choice("day", "week", "month", "year")), Field("interval", f.digits(4)),
+    Field("start-date", f.text(10)), Field("finish-date", f.text(10)), Field("max-count", f.digits(6)), *URLS,
+)  # fmt: skip
+PAYOUT_PAY_FIELDS = (CLIENT_ORDERID, ORDERID, LOGIN)
+PAN_ELIGIBILITY_FIELDS = (
+    CLIENT_ORDERID, Field("sending-card-ref-id", f.text(20)), Field("credit_card_number", f.card_number), *URLS,
+)  # fmt: skip

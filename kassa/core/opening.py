@@ -1,0 +1,82 @@
+"""Opening an order: its card, the order, its first transaction, the CVV kept until authorization and
+what comes next (the processing job, or for a hosted form the form's session and its deadline), in one
+database transaction; and the card a hosted form collects later."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from sqlalchemy import Connection
+
+from kassa.domain import cards
+from kassa.storage import browser_sessions
+from kassa.storage import jobs as job_queue
+from kassa.storage import orders as order_store
+from kassa.storage.browser_sessions import SessionKind
+from kassa.storage.jobs import JobKind
+from kassa.storage.orders import NewCard, NewOrder, Started
+from kassa.storage.prepared import Record
+from kassa.vault.keys import Vault, pan_context
+
+
+def new_card(vault: Vault, merchant_id: int, pan: str, exp_month: int, exp_year: int, holder_name: str) -> NewCard:
+    """The card as stored: the PAN encrypted, BIN and last four in clear for display."""
+    return NewCard(
+        pan_ciphertext=vault.encrypt(pan, pan_context(merchant_id)),
+        pan_fingerprint=vault.fingerprint(pan),
+        bin=cards.bin_of(pan),
+        last_four=cards.last_four(pan),
+        brand=(brand.value if (brand := cards.brand_of(pan)) else None),
+        exp_month=exp_month,
+        exp_year=exp_year,
+        holder_name=holder_name,
+    )
+
+
+def open_order(conn: Connection, new: NewOrder) -> Started:
+    """Opens the order ``new`` describes, or finds the one its ``client_orderid`` opened on the endpoint
+    before (the unique constraint tells): then nothing is written."""
+    if conn.dialect.name == "postgresql" and new.card and new.cvv_ciphertext and not new.hosted:
+        return order_store.insert_card_sale(conn, new, new.card)  # the same rows in one round trip
+    card_id = new.card_id
+    if new.card is not None:
+        card_id = order_store.insert_card(conn, new.card, new.merchant_id, new.now_ms)
+    order_id = order_store.insert_order(conn, new, card_id)
+    if order_id is None:
+        return order_store.started_before(conn, new, card_id if new.card is not None else None)
+    tx_id = order_store.insert_transaction(
+        conn, order_id, new.tx_type, new.amount, new.currency, new.serial, new.now_ms
+    )
+    if new.cvv_ciphertext is not None:
+        order_store.keep_cvv(conn, tx_id, new.cvv_ciphertext)
+    started = Started(order_id, new.endpoint_id, new.serial, new.request_fingerprint, True, tx_id)
+    if new.form_ttl_ms is None:
+        job = job_queue.add(conn, JobKind.PROCESS, tx_id, run_at_ms=new.now_ms, now_ms=new.now_ms, lease=new.lease)
+        return dataclasses.replace(started, job=job)
+    token = browser_sessions.open_session(conn, SessionKind.FORM, order_id, tx_id, new.now_ms, new.form_ttl_ms)
+    deadline = new.now_ms + new.form_ttl_ms
+    job_queue.add(conn, JobKind.SESSION_TIMEOUT, tx_id, run_at_ms=deadline, now_ms=new.now_ms)
+    return dataclasses.replace(started, form_token=token)
+
+
+def collect_card(
+    conn: Connection,
+    session: Record,
+    order: Record,
+    transaction_id: int,
+    card: NewCard,
+    cvv_ciphertext: bytes,
+    now_ms: int,
+    checkout_ttl_ms: int,
+) -> str | None:
+    """The card a hosted form collected: stored with its CVV (kept until authorization), processing queued,
+    and the checkout page's session opened; returns its token. None when the form's session expired or was
+    used already (of two submissions, the single-use update lets one through)."""
+    if session["expires_at_ms"] < now_ms or not browser_sessions.use_session(conn, session["token"], now_ms):
+        return None
+    card_id = order_store.insert_card(conn, card, order["merchant_id"], now_ms)
+    order_store.set_card(conn, order["id"], card_id)
+    order_store.keep_cvv(conn, transaction_id, cvv_ciphertext)
+    job_queue.add(conn, JobKind.PROCESS, transaction_id, run_at_ms=now_ms, now_ms=now_ms)
+    kind = SessionKind.CHECKOUT
+    return browser_sessions.open_session(conn, kind, order["id"], transaction_id, now_ms, checkout_ttl_ms)

@@ -1,0 +1,52 @@
+"""The callbacks a transaction's final status queues (CONTRACT §10), written in the same database
+transaction as the status change, so a callback is never lost nor sent for a change that rolled back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import orjson
+from sqlalchemy import Connection
+
+from kassa.domain.callbacks import callback_fields
+from kassa.storage import callbacks as callback_store
+from kassa.storage.callbacks import Due, Sender
+from kassa.storage.jobs import Lease
+from kassa.storage.prepared import Record
+
+
+@dataclass(frozen=True, slots=True)
+class Queued:
+    """The callbacks a status change queued: how many, and those written leased, to deliver now."""
+
+    count: int
+    handed: list[Due]
+
+
+NOTHING_QUEUED = Queued(0, [])
+
+
+def queue_callbacks(
+    conn: Connection, order: Record, tx: Record, now_ms: int, lease: Lease | None, sender: Sender | None = None
+) -> Queued:
+    """Outbox rows for ``tx`` (as it now stands in the database), which reached a final status: to the
+    ``server_callback_url`` for the order's own transaction, to the ``notify_url`` for every one. With a
+    ``lease``, those that wait for no earlier callback are written leased, for its owner to deliver at once.
+    Without a ``sender`` at hand, it is read only when there is a callback to send."""
+    targets = [("notify", order["notify_url"])]
+    if tx["tx_type"] == order["tx_type"]:
+        targets.insert(0, ("server_callback", order["server_callback_url"]))
+    targets = [(kind, url) for kind, url in targets if url]
+    if not targets:
+        return NOTHING_QUEUED
+    sender = sender or callback_store.sender_of(conn, order)
+    card = dict(sender.card) if sender.card else None
+    fields = callback_fields(order=dict(order), tx=dict(tx), card=card, descriptor=sender.descriptor or "")
+    stored = orjson.dumps(fields).decode()
+    handed = []
+    for kind, url in targets:
+        callback_id, leased = callback_store.add(conn, order, tx["id"], kind, url, stored, now_ms, lease)
+        if leased:
+            live = sender.mode == "live"
+            handed.append(Due(callback_id, order["id"], url, fields, 0, order["merchant_id"], live, sender.control_key))
+    return Queued(len(targets), handed)

@@ -1,0 +1,133 @@
+"""What each transaction type means, in one table: a row per ``TxType`` (CONTRACT §6).
+
+Every rule that depends on a transaction's type reads its row here: the order stage's prefix, which
+way money moves, what the transaction needs to run, which follow-ups an order it starts allows, and
+what an approval does to the ledger. A new type is a new member and a new row; a test checks that
+every member has one, and ``ledger.posting`` ends in ``assert_never`` over the ledger effects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from kassa.domain.lifecycle import Stage
+
+
+class TxType(StrEnum):
+    SALE = "sale"
+    PREAUTH = "preauth"
+    CAPTURE = "capture"
+    CANCEL = "cancel"
+    REVERSAL = "reversal"
+    VOID = "void"
+    ACCOUNT_VERIFICATION = "account-verification"
+    PAYOUT = "payout"
+    TRANSFER = "transfer"
+    PAN_ELIGIBILITY = "pan-eligibility"
+    CHARGEBACK = "chargeback"
+
+
+class Direction(StrEnum):
+    """Which way an approval moves the money of ``amount``."""
+
+    IN = "in"  # from the cardholder to the merchant
+    HOLD = "hold"  # reserved on the card, not yet taken
+    RELEASE = "release"  # a reservation or an unsettled charge given back
+    OUT = "out"  # from the merchant back to a card or another destination
+    NONE = "none"  # a check: nothing moves, and amount limits do not apply
+
+
+class Needs(StrEnum):
+    """What the acquirer must be given to run the transaction."""
+
+    CARD = "card"  # the card sent with the request, collected by a hosted form, or stored for a rebill
+    CARD_REF = "card-ref"  # a stored card named by reference, with no cardholder present
+    DESTINATION = "destination"  # where a payout goes: a card, bank account, e-wallet or phone
+    NOTHING = "nothing"  # acts on the order's existing authorization
+
+
+class FollowUp(StrEnum):
+    """What may happen to an order after the transaction that starts it was approved."""
+
+    CAPTURE = "capture"
+    VOID = "void"
+    RETURN = "return"
+    SETTLEMENT = "settlement"  # its money is settled at the daily cut-off
+    CARD_REF = "card-ref"  # its card may be stored for rebills
+    EXPIRY = "expiry"  # cancelled when never captured within the authorization's lifetime
+
+
+class Effect(StrEnum):
+    """What an approval does to the order's ledger accounts (``ledger.posting`` says how)."""
+
+    BRING_IN = "bring-in"  # external → captured
+    HOLD = "hold"  # external → held
+    CAPTURE_HOLD = "capture-hold"  # held → captured (a single capture also releases the rest)
+    RELEASE_HOLD = "release-hold"  # held → external
+    RELEASE_ALL = "release-all"  # held and captured → external
+    GIVE_BACK = "give-back"  # captured, then settled → external
+    NONE = "none"  # nothing moves
+    NOT_BUILT = "not-built"  # no posting rule yet: refused rather than silently posting nothing
+
+
+@dataclass(frozen=True, slots=True)
+class TxRule:
+    stage_prefix: str  # the order-stage is ``{prefix}_{stage}``
+    direction: Direction
+    needs: Needs
+    on_approved: Effect
+    starts_order: bool = False
+    follow_ups: frozenset[FollowUp] = frozenset()
+    settles: bool = False  # approved, it is money in that settlement moves to the merchant's balance
+    cardholder_present: bool = False  # the issuer may ask to authenticate the cardholder (3-D Secure)
+
+    @property
+    def moves_money(self) -> bool:
+        return self.direction is not Direction.NONE
+
+
+_CARD_ORDER = frozenset({FollowUp.VOID, FollowUp.RETURN, FollowUp.SETTLEMENT, FollowUp.CARD_REF})
+
+TX_RULES: Mapping[TxType, TxRule] = {
+    TxType.SALE: TxRule(
+        "sale", Direction.IN, Needs.CARD, Effect.BRING_IN, True, _CARD_ORDER, settles=True, cardholder_present=True
+    ),
+    TxType.PREAUTH: TxRule(
+        "auth",
+        Direction.HOLD,
+        Needs.CARD,
+        Effect.HOLD,
+        True,
+        _CARD_ORDER | {FollowUp.CAPTURE, FollowUp.EXPIRY},
+        cardholder_present=True,
+    ),
+    TxType.ACCOUNT_VERIFICATION: TxRule(
+        "verify", Direction.NONE, Needs.CARD, Effect.NONE, True, frozenset({FollowUp.CARD_REF}), cardholder_present=True
+    ),
+    TxType.CAPTURE: TxRule("capture", Direction.IN, Needs.NOTHING, Effect.CAPTURE_HOLD, settles=True),
+    TxType.CANCEL: TxRule("cancel", Direction.RELEASE, Needs.NOTHING, Effect.RELEASE_HOLD),
+    TxType.VOID: TxRule("void", Direction.RELEASE, Needs.NOTHING, Effect.RELEASE_ALL),
+    TxType.REVERSAL: TxRule("reversal", Direction.OUT, Needs.NOTHING, Effect.GIVE_BACK),
+    TxType.CHARGEBACK: TxRule("chargeback", Direction.OUT, Needs.NOTHING, Effect.GIVE_BACK),
+    TxType.PAYOUT: TxRule("payout", Direction.OUT, Needs.DESTINATION, Effect.NOT_BUILT, True),
+    TxType.TRANSFER: TxRule("transfer", Direction.OUT, Needs.CARD, Effect.NOT_BUILT, True),
+    TxType.PAN_ELIGIBILITY: TxRule("pan_eligibility", Direction.NONE, Needs.CARD, Effect.NONE, True),
+}
+
+
+def rule(tx_type: TxType) -> TxRule:
+    return TX_RULES[tx_type]
+
+
+def allowing(follow_up: FollowUp) -> frozenset[TxType]:
+    """The types whose orders allow ``follow_up`` (for queries over orders of several types)."""
+    return frozenset(t for t, row in TX_RULES.items() if follow_up in row.follow_ups)
+
+
+SETTLING = frozenset(t for t, row in TX_RULES.items() if row.settles)
+
+
+def order_stage(tx_type: TxType, stage: Stage) -> str:
+    return f"{TX_RULES[tx_type].stage_prefix}_{stage.value}"

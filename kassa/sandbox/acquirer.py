@@ -1,0 +1,112 @@
+"""The sandbox acquirer of CONTRACT §9: the outcome is decided by the card's CVV2, or, for operations
+without one, by the last three digits of the card number."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from typing import assert_never
+
+from kassa.domain.lifecycle import Stage
+from kassa.domain.threeds_protocol import ThreeDSPath
+from kassa.domain.transactions import Needs, rule
+from kassa.processors.interface import Card, Instrument, Outcome, TransactionRequest
+from kassa.sandbox import issuer
+from kassa.sandbox.triggers import Trigger, trigger_of
+
+# ISO 8583:1993 action codes the sandbox issuer answers with.
+DECLINES: dict[str, str] = {
+    "100": "Do not honour",
+    Trigger.EXPIRED_CARD: "Expired card",
+    Trigger.INSUFFICIENT_FUNDS: "Not sufficient funds",
+    Trigger.NOT_PERMITTED: "Transaction not permitted to cardholder",
+    Trigger.STOLEN_CARD: "Pick up, stolen card",
+}
+_DO_NOT_HONOUR = "100"
+
+
+class SandboxProcessor:
+    def __init__(self, latency_ms: int = 0) -> None:
+        self._latency = latency_ms / 1000
+
+    async def process(self, request: TransactionRequest) -> Outcome:
+        if self._latency:
+            await asyncio.sleep(self._latency)
+        if rule(request.tx_type).needs is Needs.NOTHING:  # on an authorization that exists: always accepted
+            return _approved(processor_tx_id(request.order_id), request.serial)
+        text, has_cvv = _trigger_text(request.instrument)
+        return decide(trigger_of(text), has_cvv, request.order_id, request.serial)
+
+    async def three_ds_path(self, request: TransactionRequest) -> ThreeDSPath | None:
+        if not (request.cardholder_present and rule(request.tx_type).cardholder_present):
+            return None
+        card = request.instrument
+        if card is None or not card.cvv:
+            return None
+        return issuer.path_of(trigger_of(card.cvv))
+
+    async def reconcile(self, request: TransactionRequest) -> Outcome:
+        """The sandbox acquirer settles every ``unknown`` to approved once asked (the delay before it
+        is asked is the reconciliation job's schedule)."""
+        return _approved(processor_tx_id(request.order_id), request.serial)
+
+
+def _trigger_text(instrument: Instrument | None) -> tuple[str, bool]:
+    """The CVV2 when there is one, else the number's last three digits; and whether it was a CVV2."""
+    match instrument:
+        case None:
+            return "", False
+        case Card(cvv=cvv) if cvv:
+            return cvv, True
+        case Card(pan=pan):
+            return pan[-3:], False
+        case _:
+            assert_never(instrument)
+
+
+def decide(trigger: Trigger | None, has_cvv: bool, order_id: int, serial: str) -> Outcome:
+    tx_id = processor_tx_id(order_id)
+    match trigger:
+        case None:  # not in the table: a CVV2 is declined, a number's last digits approve
+            return _declined(_DO_NOT_HONOUR, tx_id) if has_cvv else _approved(tx_id, serial)
+        case Trigger.APPROVE | Trigger.APPROVE_FOUR_DIGITS | Trigger.APPROVE_WITHOUT_3DS:
+            return _approved(tx_id, serial)
+        case (
+            Trigger.CHALLENGE
+            | Trigger.CHALLENGE_1
+            | Trigger.METHOD_FRICTIONLESS
+            | Trigger.METHOD_CHALLENGE
+            | Trigger.ATTEMPTED
+            | Trigger.REJECTED
+        ):  # authorization comes only once the authentication allowed it
+            return _approved(tx_id, serial)
+        case Trigger.UNKNOWN:
+            return Outcome(Stage.UNKNOWN, processor_tx_id=tx_id)
+        case Trigger.FILTERED:
+            return Outcome(Stage.FILTERED, "555", "Refused by fraud rules", processor_tx_id=tx_id)
+        case Trigger.ACQUIRER_ERROR:
+            return Outcome(Stage.ERROR, "500", "Acquirer failure", processor_tx_id=tx_id)
+        case Trigger.EXPIRED_CARD | Trigger.INSUFFICIENT_FUNDS | Trigger.NOT_PERMITTED | Trigger.STOLEN_CARD:
+            return _declined(trigger.value, tx_id)
+        case _:
+            assert_never(trigger)
+
+
+def processor_tx_id(order_id: int) -> str:
+    """The sandbox acquirer's transaction id (CONTRACT §9)."""
+    return f"PNTEST-{order_id}"
+
+
+def _approved(tx_id: str, serial: str) -> Outcome:
+    # Stable per transaction, so a retried authorization answers the same codes.
+    digest = int(hashlib.sha256(serial.encode()).hexdigest(), 16)
+    return Outcome(
+        Stage.APPROVED,
+        approval_code=f"{digest % 1_000_000:06d}",
+        processor_rrn=f"{digest % 10**12:012d}",
+        processor_tx_id=tx_id,
+    )
+
+
+def _declined(code: str, tx_id: str) -> Outcome:
+    return Outcome(Stage.DECLINED, code, DECLINES[code], processor_tx_id=tx_id)

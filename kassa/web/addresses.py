@@ -1,0 +1,48 @@
+"""The gateway's public address, and those of its customer-facing pages below it (with the prefix)."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+
+from kassa.settings import Settings
+
+
+def base_url(settings: Settings, scheme: str, host: str) -> str:
+    """KASSA_PUBLIC_URL, else ``scheme://host``, with the API prefix: where customers reach the gateway."""
+    origin = settings.public_url or f"{scheme}://{host}"
+    return origin.rstrip("/") + settings.prefix
+
+
+def public_base(request: Request, settings: Settings) -> str:
+    """``base_url`` for a page request. The Host header directly: building request.url is slow, and needed
+    only without one (HTTP/1.0)."""
+    return base_url(settings, request.scope["scheme"], request.headers.get("host") or request.url.netloc)
+
+
+def form(base: str, token: str) -> str:
+    return f"{base}/form/{token}"
+
+
+def checkout(base: str, token: str) -> str:
+    return f"{base}/checkout/{token}"
+
+
+def acs_method(base: str) -> str:
+    return f"{base}/acs/method"
+
+
+def acs_challenge(base: str) -> str:
+    return f"{base}/acs/challenge"
+
+
+def acs_pareq(base: str) -> str:
+    return f"{base}/acs/pareq"
+
+
+def method_notification(base: str) -> str:
+    return f"{base}/3ds/method-notification"
+
+
+def challenge_return(base: str) -> str:
+    """Where the ACS sends CRes/PaRes back for gateway-hosted flows (notification URL / TermUrl)."""
+    return f"{base}/3ds/complete"
