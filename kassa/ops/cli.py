@@ -21,7 +21,7 @@ from kassa.domain import cards, money
 from kassa.domain.lifecycle import Stage, Status, TxType, order_stage, status_of
 from kassa.domain.merchants import Endpoint, Merchant, Mode
 from kassa.ops import demo
-from kassa.settings import Settings
+from kassa.settings import SettingError, Settings
 from kassa.storage import callbacks as callback_store
 from kassa.storage import ledger as ledger_store
 from kassa.storage import merchants as merchant_store
@@ -64,7 +64,11 @@ def _emit(as_json: bool, data: Any, lines: Sequence[str]) -> None:
 @click.group()
 def main() -> None:
     """Operate a Kassa gateway."""
-    logs.configure(Settings.from_env().log_level)
+    try:
+        settings = Settings.from_env()
+    except SettingError as problem:  # one line naming the variable, before any command starts
+        raise click.ClickException(str(problem)) from None
+    logs.configure(settings.log_level)
 
 
 @main.command()
