@@ -1,84 +1,373 @@
-"""Runtime settings, read once from the environment (``KASSA_*``)."""
+"""Runtime settings, read once from the environment (``KASSA_*``).
+
+Each setting is declared once, as a field of ``Settings``: its variable, default, parser (which checks
+the value too) and meaning. ``Settings.from_env`` reads them all and refuses the first value it cannot
+use, naming the variable; the README's settings table is checked against these declarations
+(tests/test_settings.py). Fields are plain attributes: request paths read them.
+"""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import math
 import os
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any, TypeVar, cast
+from urllib.parse import urlsplit
+
+T = TypeVar("T")
+Parser = Callable[[str], T]
 
 
-def _env(name: str, default: str) -> str:
-    return os.environ.get(f"KASSA_{name}", default)
+class SettingError(ValueError):
+    """A variable whose value cannot be used: the message names it and never shows a secret."""
 
 
-def _normalize_prefix(prefix: str) -> str:
-    stripped = "/" + prefix.strip("/")
+# --- parsers: each returns the value or raises ValueError saying what the value must be ---------------------
+
+
+def integer(low: int, high: int | None = None) -> Parser[int]:
+    rule = f"must be a whole number {f'from {low} to {high}' if high is not None else f'of at least {low}'}"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise ValueError(rule) from None
+        if value < low or (high is not None and value > high):
+            raise ValueError(rule)
+        return value
+
+    return parse
+
+
+def number(low: float, *, inclusive: bool) -> Parser[float]:
+    """A finite decimal number above ``low`` (or from it, when ``inclusive``)."""
+    rule = f"must be a number {'of at least' if inclusive else 'above'} {low:g}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(rule) from None
+        if not math.isfinite(value) or value < low or (value == low and not inclusive):
+            raise ValueError(rule)
+        return value
+
+    return parse
+
+
+def choice(*options: str) -> Parser[str]:
+    """One of ``options``, in any case; returned as declared."""
+    rule = f"must be one of {', '.join(options)}"
+
+    def parse(text: str) -> str:
+        if text.upper() not in options:
+            raise ValueError(rule)
+        return text.upper()
+
+    return parse
+
+
+_TRUE, _FALSE = frozenset({"1", "true", "yes"}), frozenset({"0", "false", "no"})
+
+
+def boolean(text: str) -> bool:
+    if text.lower() in _TRUE:
+        return True
+    if text.lower() in _FALSE:
+        return False
+    raise ValueError("must be 1 or 0 (or true/false, yes/no)")
+
+
+def optional(parse: Parser[T]) -> Parser[T | None]:
+    """An empty value means unset, as it always has for the settings without a default."""
+    return lambda text: parse(text) if text else None
+
+
+def host_name(value: str) -> str:
+    if not value or any(character.isspace() for character in value):
+        raise ValueError("must be a host name or IP address")
+    return value
+
+
+def directory(value: str) -> Path:
+    if not value.strip():
+        raise ValueError("must be a directory path")
+    return Path(value)
+
+
+_TIME_OF_DAY = re.compile(r"([01]?\d|2[0-3]):([0-5]\d)")
+
+
+def time_of_day(text: str) -> str:
+    """``HH:MM``, zero-padded (``9:30`` is read as ``09:30``)."""
+    found = _TIME_OF_DAY.fullmatch(text)
+    if found is None:
+        raise ValueError("must be a time of day HH:MM (00:00 to 23:59)")
+    return f"{int(found[1]):02d}:{found[2]}"
+
+
+_PATH = re.compile(r"[A-Za-z0-9._~!$&'()*+,;=:@%/-]*")
+
+
+def url_prefix(text: str) -> str:
+    """A path prefix without its trailing slash; ``/`` (or nothing) is the root, stored as ``""``."""
+    if _PATH.fullmatch(text) is None:
+        raise ValueError("must be a URL path such as /paynet")
+    stripped = "/" + text.strip("/")
     return "" if stripped == "/" else stripped
+
+
+_DATABASE_SCHEMES = ("sqlite:///", "postgresql://", "postgres://", "postgresql+psycopg://")
+
+
+def database_address(text: str) -> str:
+    if not text.startswith(_DATABASE_SCHEMES) or text in _DATABASE_SCHEMES:
+        raise ValueError("must be sqlite:///PATH or postgresql://USER@HOST/DATABASE")
+    return text
+
+
+def absolute_url(text: str) -> str:
+    rule = "must be an absolute http:// or https:// URL, without query or fragment"
+    try:
+        parts = urlsplit(text)
+    except ValueError:  # a malformed IPv6 host
+        raise ValueError(rule) from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise ValueError(rule)
+    return text
+
+
+def base64_key(text: str) -> str:
+    try:
+        key = base64.b64decode(text, validate=True)
+    except binascii.Error:
+        key = b""
+    if len(key) != 32:
+        raise ValueError("must be the base64 of 32 bytes")
+    return text
+
+
+# --- how a refused value is shown -------------------------------------------------------------------------
+
+
+def _as_is(value: str) -> str | None:
+    return value if value.isprintable() else repr(value)
+
+
+def _never(value: str) -> str | None:
+    return None
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
+
+
+def _scheme_only(value: str) -> str | None:
+    """A database URL may hold a password anywhere after its scheme (or in what only looks like one)."""
+    scheme, separator, _ = value.partition("://")
+    return f"{scheme}://..." if separator and _SCHEME.fullmatch(scheme) else None
+
+
+# --- the declaration --------------------------------------------------------------------------------------
+
+Default = str | Callable[[Mapping[str, Any]], str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    variable: str
+    default: Default  # text the parser reads when the variable is unset; None: the setting is None
+    parse: Parser[Any]
+    meaning: str
+    shown_default: str  # the default as the README states it
+    shown: Callable[[str], str | None]  # a refused value in the message; None: never shown
+
+    def read(self, environ: Mapping[str, str], earlier: Mapping[str, Any]) -> Any:
+        value = environ.get(self.variable)
+        if value is None:
+            if self.default is None:
+                return None
+            value = self.default if isinstance(self.default, str) else self.default(earlier)
+        try:
+            return self.parse(value)
+        except ValueError as problem:
+            shown = self.shown(value)
+            named = self.variable if shown is None else f"{self.variable}={shown}"
+            raise SettingError(f"{named}: {problem}") from None
+
+
+def setting(
+    variable: str,
+    default: Default,
+    parse: Parser[T],
+    meaning: str,
+    *,
+    shown_default: str | None = None,
+    shown: Callable[[str], str | None] = _as_is,
+) -> T:
+    """A field of ``Settings`` read from ``variable``; typed by what ``parse`` returns."""
+    declared = Setting(variable, default, parse, meaning, shown_default or f"`{default}`", shown)
+    return cast(T, field(metadata={"setting": declared}))
+
+
+def _default_database(earlier: Mapping[str, Any]) -> str:
+    return f"sqlite:///{earlier['data_dir'] / 'kassa.db'}"
+
+
+_SECONDS = number(0, inclusive=False)
 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    data_dir: Path = Path("var")
-    database_url: str = "sqlite:///var/kassa.db"
-    prefix: str = "/paynet"
-    host: str = "127.0.0.1"
-    port: int = 8080
-    workers: int = 1
-    vault_key: str | None = None
-    poll_interval: float = 0.2
-    job_lease_seconds: float = 30.0
-    sandbox_latency_ms: int = 0
-    sqlite_synchronous: str = "FULL"
-    sqlite_reads_in_place: bool = True
-    db_threads: int = 16
-    log_level: str = "INFO"
-    public_url: str | None = None
-    endpoint_cache_seconds: float = 2.0
-    reconcile_delay_seconds: float = 60.0
-    authorization_ttl_seconds: float = 7 * 86400.0
-    settlement_cutoff: str = "00:00"
-    scheduler_interval: float = 10.0
-    callback_timeout: float = 10.0
-    callback_base_delay: float = 15.0
-    callback_backoff: float = 1.435
-    callback_max_attempts: int = 30
-    session_ttl_seconds: float = 1800.0
-    job_max_attempts: int = 5
-    job_retry_delay: float = 1.0
+    data_dir: Path = setting(  # noqa: RUF009 (``setting`` returns a dataclass field, not a shared default)
+        "KASSA_DATA_DIR", "var", directory, "where the default database and the sandbox vault key live"
+    )
+    database_url: str = setting(
+        "KASSA_DATABASE_URL",
+        _default_database,
+        database_address,
+        "SQLite file, or `postgresql://user@host/db` for several processes and machines",
+        shown_default="`sqlite:///var/kassa.db` (in `KASSA_DATA_DIR`)",
+        shown=_scheme_only,
+    )
+    vault_key: str | None = setting(
+        "KASSA_VAULT_KEY",
+        None,
+        optional(base64_key),
+        "base64 of 32 bytes; set it (the same on every machine) for PostgreSQL deployments",
+        shown_default="generated into `var/vault.key` (0600)",
+        shown=_never,
+    )
+    prefix: str = setting("KASSA_PREFIX", "/paynet", url_prefix, "path prefix of the API (`/` allowed)")
+    host: str = setting("KASSA_HOST", "127.0.0.1", host_name, "address `kassa serve` listens on (`--host`)")
+    port: int = setting("KASSA_PORT", "8080", integer(1, 65535), "port `kassa serve` listens on (`--port`)")
+    workers: int = setting(
+        "KASSA_WORKERS",
+        "1",
+        integer(0),
+        "job workers inside `kassa serve`; `0` makes an API-only process (jobs, callbacks and time-driven "
+        "work then run in `kassa worker`)",
+    )
+    poll_interval: float = setting(
+        "KASSA_POLL_INTERVAL",
+        "0.2",
+        _SECONDS,
+        "seconds between queue polls when idle (new jobs of the same process wake workers at once)",
+    )
+    job_lease_seconds: float = setting(
+        "KASSA_JOB_LEASE_SECONDS", "30", _SECONDS, "a job claimed by a worker that died runs again after this"
+    )
+    job_max_attempts: int = setting(
+        "KASSA_JOB_MAX_ATTEMPTS",
+        "5",
+        integer(1),
+        "attempts at a job that keeps failing (an exception, not a decline) before its transaction ends in `error`",
+    )
+    job_retry_delay: float = setting(
+        "KASSA_JOB_RETRY_DELAY",
+        "2",
+        _SECONDS,
+        "seconds before a failed job's first retry; each further retry waits twice as long",
+    )
+    sqlite_synchronous: str = setting(
+        "KASSA_SQLITE_SYNCHRONOUS",
+        "FULL",
+        choice("OFF", "NORMAL", "FULL", "EXTRA"),
+        "SQLite durability; `NORMAL` survives process crashes but not power loss",
+    )
+    sqlite_reads_in_place: bool = setting(
+        "KASSA_SQLITE_READS_IN_PLACE",
+        "1",
+        boolean,
+        "`0` sends reads by key (status) to the reader threads instead of the event loop: for a database much "
+        "larger than memory, where a disk read would stall every request",
+    )
+    db_threads: int = setting(
+        "KASSA_DB_THREADS",
+        "16",
+        integer(1),
+        "threads running database work beside the event loop; on PostgreSQL each process keeps up to twice "
+        "this many connections (a pool for writes, one for reads by key): size `max_connections` for all "
+        "processes",
+    )
+    sandbox_latency_ms: int = setting(
+        "KASSA_SANDBOX_LATENCY_MS", "0", integer(0), "simulated acquirer latency, in milliseconds"
+    )
+    reconcile_delay_seconds: float = setting(
+        "KASSA_RECONCILE_DELAY_SECONDS", "60", _SECONDS, "when an `unknown` outcome is asked again"
+    )
+    authorization_ttl_seconds: float = setting(
+        "KASSA_AUTHORIZATION_TTL_SECONDS",
+        "604800",
+        _SECONDS,
+        "an authorization never captured is cancelled after this",
+        shown_default="`604800` (7 days)",
+    )
+    settlement_cutoff: str = setting("KASSA_SETTLEMENT_CUTOFF", "00:00", time_of_day, "daily settlement time, UTC")
+    scheduler_interval: float = setting(
+        "KASSA_SCHEDULER_INTERVAL", "10", _SECONDS, "seconds between checks for time-driven work"
+    )
+    callback_timeout: float = setting(
+        "KASSA_CALLBACK_TIMEOUT", "10", _SECONDS, "seconds a callback delivery may take (see `docs/callbacks.md`)"
+    )
+    callback_base_delay: float = setting(
+        "KASSA_CALLBACK_BASE_DELAY", "15", _SECONDS, "seconds between a callback's first and second attempts"
+    )
+    callback_backoff: float = setting(
+        "KASSA_CALLBACK_BACKOFF",
+        "1.435",
+        number(1, inclusive=True),
+        "factor by which each further delay between callback attempts grows",
+    )
+    callback_max_attempts: int = setting(
+        "KASSA_CALLBACK_MAX_ATTEMPTS", "30", integer(1), "attempts at a callback before it is marked failed"
+    )
+    session_ttl_seconds: float = setting(
+        "KASSA_SESSION_TTL_SECONDS",
+        "1800",
+        _SECONDS,
+        "lifetime of a hosted form and of a 3-D Secure browser session",
+    )
+    public_url: str | None = setting(
+        "KASSA_PUBLIC_URL",
+        None,
+        optional(absolute_url),
+        "the gateway's public address, for links customers follow",
+        shown_default="the request's own address",
+    )
+    endpoint_cache_seconds: float = setting(
+        "KASSA_ENDPOINT_CACHE_SECONDS",
+        "2",
+        number(0, inclusive=True),
+        "how long endpoint settings are cached per process",
+    )
+    log_level: str = setting(
+        "KASSA_LOG_LEVEL",
+        "INFO",
+        choice("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
+        "logs are JSON lines on stderr",
+    )
 
     @classmethod
-    def from_env(cls) -> Settings:
-        data_dir = Path(_env("DATA_DIR", "var"))
-        return cls(
-            data_dir=data_dir,
-            database_url=_env("DATABASE_URL", f"sqlite:///{data_dir / 'kassa.db'}"),
-            prefix=_normalize_prefix(_env("PREFIX", "/paynet")),
-            host=_env("HOST", "127.0.0.1"),
-            port=int(_env("PORT", "8080")),
-            workers=int(_env("WORKERS", "1")),
-            vault_key=os.environ.get("KASSA_VAULT_KEY"),
-            poll_interval=float(_env("POLL_INTERVAL", "0.2")),
-            job_lease_seconds=float(_env("JOB_LEASE_SECONDS", "30")),
-            sandbox_latency_ms=int(_env("SANDBOX_LATENCY_MS", "0")),
-            sqlite_synchronous=_env("SQLITE_SYNCHRONOUS", "FULL").upper(),
-            sqlite_reads_in_place=_env("SQLITE_READS_IN_PLACE", "1") != "0",
-            db_threads=int(_env("DB_THREADS", "16")),
-            log_level=_env("LOG_LEVEL", "INFO").upper(),
-            public_url=os.environ.get("KASSA_PUBLIC_URL"),
-            endpoint_cache_seconds=float(_env("ENDPOINT_CACHE_SECONDS", "2")),
-            reconcile_delay_seconds=float(_env("RECONCILE_DELAY_SECONDS", "60")),
-            authorization_ttl_seconds=float(_env("AUTHORIZATION_TTL_SECONDS", str(7 * 86400))),
-            settlement_cutoff=_env("SETTLEMENT_CUTOFF", "00:00"),
-            scheduler_interval=float(_env("SCHEDULER_INTERVAL", "10")),
-            callback_timeout=float(_env("CALLBACK_TIMEOUT", "10")),
-            callback_base_delay=float(_env("CALLBACK_BASE_DELAY", "15")),
-            callback_backoff=float(_env("CALLBACK_BACKOFF", "1.435")),
-            callback_max_attempts=int(_env("CALLBACK_MAX_ATTEMPTS", "30")),
-            session_ttl_seconds=float(_env("SESSION_TTL_SECONDS", "1800")),
-            job_max_attempts=int(_env("JOB_MAX_ATTEMPTS", "5")),
-            job_retry_delay=float(_env("JOB_RETRY_DELAY", "1")),
-        )
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Every setting from ``environ`` (the process's environment by default); raises ``SettingError``."""
+        source = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for name, declared in declarations():
+            values[name] = declared.read(source, values)
+        return cls(**values)
 
     @property
     def vault_key_file(self) -> Path:
         return self.data_dir / "vault.key"
+
+
+def declarations() -> Iterator[tuple[str, Setting]]:
+    """Each field of ``Settings`` with its declaration, in declared order."""
+    for declared in fields(Settings):
+        yield declared.name, declared.metadata["setting"]

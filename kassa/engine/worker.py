@@ -43,7 +43,7 @@ class WorkerConfig:
     reconcile_delay_seconds: float
     session_ttl_seconds: float
     max_attempts: int  # a job that failed this often records an ``error`` outcome
-    retry_delay_seconds: float  # a failed job's n-th retry waits this times 2**n
+    retry_delay_seconds: float  # before a failed job's first retry; each further one waits twice as long
 
 
 # A deadline rather than work for the processor: a state change of its own, run once the job is fenced.
@@ -209,7 +209,7 @@ class Worker(Consumer):
 
     async def _after_failure(self, job: Job) -> None:
         if job.attempts < self.config.max_attempts:
-            delay_ms = int(self.config.retry_delay_seconds * 1000) * 2**job.attempts
+            delay_ms = int(self.config.retry_delay_seconds * 1000) * 2 ** (job.attempts - 1)
             retry_at = now_ms() + delay_ms
             await self.db.write(lambda conn: job_queue.retry_later(conn, job, self.owner, retry_at))
             return

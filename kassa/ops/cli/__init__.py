@@ -1,0 +1,26 @@
+"""The operator command line: ``kassa``. Every command reads the ``KASSA_*`` settings and takes ``--json``.
+
+One module per command group; what they share (settings, database, output) is in ``common``."""
+
+from __future__ import annotations
+
+import click
+
+from kassa import logs
+from kassa.ops.cli import callbacks, merchants, orders, serving
+from kassa.settings import SettingError, Settings
+
+
+@click.group()
+@click.pass_context
+def main(context: click.Context) -> None:
+    """Operate a Kassa gateway."""
+    try:
+        context.obj = Settings.from_env()
+    except SettingError as problem:  # one line naming the variable, before any command starts
+        raise click.ClickException(str(problem)) from None
+    logs.configure(context.obj.log_level)
+
+
+for command in (*serving.COMMANDS, *merchants.COMMANDS, *orders.COMMANDS, *callbacks.COMMANDS):
+    main.add_command(command)

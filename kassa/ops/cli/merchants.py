@@ -1,0 +1,169 @@
+"""Merchants and where they take payments: ``kassa merchant``, ``kassa endpoint``, ``kassa group``."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import click
+from sqlalchemy import Connection
+
+from kassa.clock import now_ms
+from kassa.domain import money
+from kassa.domain.merchants import Endpoint, Merchant, Mode
+from kassa.ops.cli.common import database, emit, json_option, write
+from kassa.storage import merchants as merchant_store
+
+
+@click.group()
+def merchant() -> None:
+    """Merchants: login and control key."""
+
+
+def _merchant_dict(m: Merchant) -> dict[str, Any]:
+    return {"id": m.id, "login": m.login, "control_key": m.control_key, "classic": m.classic}
+
+
+@merchant.command("create")
+@click.option("--login", required=True)
+@click.option("--control-key", default=None, help="Default: a random 32-character key.")
+@click.option("--classic", is_flag=True, help="Answer non-JSON clients in the classic key=value format.")
+@json_option
+def merchant_create(login: str, control_key: str | None, classic: bool, as_json: bool) -> None:
+    """Create a merchant."""
+    key = control_key or secrets.token_hex(16)
+    created = write(
+        lambda conn: merchant_store.create_merchant(conn, login, key, classic, now_ms()), f"login {login} is taken"
+    )
+    emit(
+        as_json,
+        _merchant_dict(created),
+        [f"merchant {created.login} created, control key {created.control_key}"],
+    )
+
+
+@merchant.command("list")
+@json_option
+def merchant_list(as_json: bool) -> None:
+    """List merchants."""
+    with database() as db:
+        found = db.read_sync(merchant_store.list_merchants)
+    emit(
+        as_json,
+        [_merchant_dict(m) for m in found],
+        [f"{m.id}\t{m.login}\tclassic={m.classic}" for m in found],
+    )
+
+
+@click.group()
+def endpoint() -> None:
+    """Endpoints (one currency each) and endpoint groups."""
+
+
+def _minor(text: str | None, currency: str) -> int | None:
+    if text is None:
+        return None
+    try:
+        return money.parse_amount(text, money.currency(currency))
+    except money.AmountError as problem:
+        raise click.BadParameter(str(problem)) from None
+
+
+def _endpoint_dict(e: Endpoint) -> dict[str, Any]:
+    return {
+        "id": e.id,
+        "merchant": e.merchant.login,
+        "kind": "group" if e.is_group else "endpoint",
+        "currency": e.currency,
+        "mode": e.mode.value,
+        "classic": e.classic,
+        "descriptor": e.descriptor,
+        "min_amount": e.min_amount,
+        "max_amount": e.max_amount,
+        "members": [m.id for m in e.members],
+    }
+
+
+@endpoint.command("create")
+@click.option("--merchant", "login", required=True, help="The owning merchant's login.")
+@click.option("--currency", required=True)
+@click.option("--id", "endpoint_id", type=int, default=None)
+@click.option("--mode", type=click.Choice([m.value for m in Mode]), default="sandbox")
+@click.option("--classic", is_flag=True)
+@click.option("--descriptor", default="")
+@click.option("--min-amount", default=None, help="Decimal, in the endpoint's currency.")
+@click.option("--max-amount", default=None, help="Decimal, in the endpoint's currency.")
+@click.option("--multi-capture", is_flag=True, help="Allow several partial captures of one preauth.")
+@json_option
+def endpoint_create(
+    login: str,
+    currency: str,
+    endpoint_id: int | None,
+    mode: str,
+    classic: bool,
+    descriptor: str,
+    min_amount: str | None,
+    max_amount: str | None,
+    multi_capture: bool,
+    as_json: bool,
+) -> None:
+    """Create an endpoint for one currency."""
+    try:
+        code = money.currency(currency).code
+    except money.AmountError as problem:
+        raise click.BadParameter(str(problem), param_hint="--currency") from None
+    low, high = _minor(min_amount, code), _minor(max_amount, code)
+
+    def create(conn: Connection) -> Endpoint:
+        owner = merchant_store.merchant_by_login(conn, login)
+        spec = merchant_store.EndpointSpec(
+            owner.id, code, Mode(mode), classic, descriptor, low, high, multi_capture, endpoint_id
+        )
+        return merchant_store.load_endpoint(conn, merchant_store.create_endpoint(conn, spec, now_ms()))
+
+    created = write(create, f"endpoint id {endpoint_id} is taken")
+    emit(as_json, _endpoint_dict(created), [f"endpoint {created.id} ({code}, {mode}) created for {login}"])
+
+
+@endpoint.command("list")
+@json_option
+def endpoint_list(as_json: bool) -> None:
+    """List endpoints and groups."""
+    with database() as db:
+        found = db.read_sync(merchant_store.list_endpoints)
+    emit(
+        as_json,
+        [_endpoint_dict(e) for e in found],
+        [
+            f"{e.id}\t{'group' if e.is_group else e.currency}\t{e.mode.value}\t{e.merchant.login}\t{e.descriptor}"
+            for e in found
+        ],
+    )
+
+
+@click.group()
+def group() -> None:
+    """Endpoint groups: one id that picks a member endpoint by currency."""
+
+
+@group.command("create")
+@click.option("--merchant", "login", required=True)
+@click.option("--endpoints", required=True, help="Comma-separated member endpoint ids.")
+@json_option
+def group_create(login: str, endpoints: str, as_json: bool) -> None:
+    """Create an endpoint group."""
+    try:
+        member_ids = [int(part) for part in endpoints.split(",") if part.strip()]
+    except ValueError:
+        raise click.BadParameter("must be endpoint ids separated by commas", param_hint="--endpoints") from None
+
+    def create(conn: Connection) -> Endpoint:
+        owner = merchant_store.merchant_by_login(conn, login)
+        group_id = merchant_store.create_group(conn, owner.id, member_ids, now_ms())
+        return merchant_store.load_endpoint(conn, group_id)
+
+    created = write(create)
+    emit(as_json, _endpoint_dict(created), [f"group {created.id} created with endpoints {member_ids}"])
+
+
+COMMANDS = (merchant, endpoint, group)
