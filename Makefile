@@ -1,16 +1,31 @@
 # The two commands of the quick start: `make serve` and `make test`.
 PYTHON ?= python3
 VENV := .venv
-STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+PIP := $(VENV)/bin/pip --disable-pip-version-check
+LOCKS := requirements/build.txt requirements/dev.txt
+# Stamps named by content (not by dates, which a checkout or `make lock` changes): a changed lock rebuilds
+# .venv from scratch, so that it holds exactly the locked set (nothing left over from an earlier lock);
+# a changed pyproject.toml only reinstalls the project itself.
+LOCK_SUM := $(shell cat $(LOCKS) | cksum | cut -d' ' -f1)
+LOCKED := $(VENV)/.locked-$(LOCK_SUM)
+STAMP := $(VENV)/.installed-$(LOCK_SUM)-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: serve test lint bench crashtest screenshots services clean
+.PHONY: serve test lint lock bench crashtest screenshots services clean
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[dev]'
+$(LOCKED):
+	$(PYTHON) -m venv --clear $(VENV)
+	$(PIP) install -q --require-hashes -r requirements/build.txt
+	$(PIP) install -q --require-hashes -r requirements/dev.txt
+	touch $(LOCKED)
+
+$(STAMP): | $(LOCKED)
+	$(PIP) install -q --no-deps --no-build-isolation -e .
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
+
+# Re-resolves requirements/*.txt from pyproject.toml; UPGRADE=1 moves every pin to its newest version.
+lock: $(STAMP)
+	UPGRADE=$(UPGRADE) scripts/lock.sh
 
 serve: $(STAMP)
 	$(VENV)/bin/kassa serve --demo
