@@ -43,6 +43,7 @@ class Settings:
     callback_backoff: float = 1.435
     callback_max_attempts: int = 30
     session_ttl_seconds: float = 1800.0
+    test_clock: bool = False
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -73,6 +74,7 @@ class Settings:
             callback_backoff=float(_env("CALLBACK_BACKOFF", "1.435")),
             callback_max_attempts=int(_env("CALLBACK_MAX_ATTEMPTS", "30")),
             session_ttl_seconds=float(_env("SESSION_TTL_SECONDS", "1800")),
+            test_clock=_env("TEST_CLOCK", "0") == "1",  # tests only: the clock can be moved; no live endpoints
         )
 
     @property
