@@ -8,11 +8,11 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from tests.support.gateway import Gateway, new_merchant
+from tests.support.gateway import TLS, Gateway, new_merchant
 
 
 def test_the_clock_cannot_be_moved_without_the_setting(shared_gateway: Gateway) -> None:
-    answer = httpx.post(f"{shared_gateway.base}/_test/clock", data={"advance": "60"})
+    answer = httpx.post(f"{shared_gateway.base}/_test/clock", data={"advance": "60"}, verify=TLS)
     assert answer.status_code == 404
 
 
@@ -22,7 +22,7 @@ def test_a_move_answers_the_new_time_and_refuses_going_back_or_garbage(clock_gat
     assert now >= before + 3_600_000
     assert clock_gateway.advance(0) >= now
     for wrong in ("-1", "soon", "nan", "inf"):
-        answer = httpx.post(f"{clock_gateway.base}/_test/clock", data={"advance": wrong})
+        answer = httpx.post(f"{clock_gateway.base}/_test/clock", data={"advance": wrong}, verify=TLS)
         assert answer.status_code == 400, wrong
 
 
@@ -39,7 +39,7 @@ def test_a_gateway_with_a_movable_clock_serves_no_live_endpoint_and_will_not_sta
         "3",
         f"unknown or disabled endpoint {live.endpoint_id}",
     )
-    assert httpx.post(f"{gateway.base}/_test/clock", data={"advance": "60"}).status_code == 409
+    assert httpx.post(f"{gateway.base}/_test/clock", data={"advance": "60"}, verify=TLS).status_code == 409
     assert sandbox.wait_final(sandbox.sale("sandbox-1").json()["paynet-order-id"])["status"] == "approved"
     gateway.stop()
 

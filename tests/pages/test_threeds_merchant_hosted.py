@@ -10,7 +10,7 @@ import httpx
 
 from kassa.domain import threeds as tds
 from tests.support.databases import run_sql
-from tests.support.gateway import Merchant, free_port, sha1
+from tests.support.gateway import TLS, Merchant, free_port, sha1
 from tests.support.receiver import Receiver, running
 
 SESSION_TTL = 1800  # KASSA_SESSION_TTL_SECONDS's default
@@ -45,13 +45,13 @@ def through_acs(step: dict[str, str], code: str | None = None, term_url: str = "
     posted = (
         {"creq": step["creq"]} if "creq" in step else {"PaReq": step["pareq"], "MD": step["md"], "TermUrl": term_url}
     )
-    acs_page = httpx.post(step["acs-url"], data=posted).text
+    acs_page = httpx.post(step["acs-url"], data=posted, verify=TLS).text
     if code is None:
         hint = re.search(r'id="code-hint">(\d+)<', acs_page)
         assert hint is not None
         code = hint.group(1)
     form = HiddenFields(acs_page)
-    return HiddenFields(httpx.post(form.action, data={**form.fields, "code": code}).text)
+    return HiddenFields(httpx.post(form.action, data={**form.fields, "code": code}, verify=TLS).text)
 
 
 def test_direct_sale_with_method_then_challenge_driven_through_status_and_uploads(merchant: Merchant) -> None:
