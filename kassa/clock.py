@@ -1,12 +1,28 @@
-"""The gateway's clock: every stored time is integer epoch milliseconds, taken here."""
+"""The gateway's clock: every stored time is integer epoch milliseconds, taken here.
+
+Every scheduled time (jobs, callback retries, browser sessions, authorization expiry, settlement) is
+compared with ``now_ms()``, so a test gateway (``KASSA_TEST_CLOCK=1``, ``kassa.api.test_clock``) moves
+them all by moving this clock forward. The offset is this process's alone, and zero unless moved."""
 
 from __future__ import annotations
 
 import time
 
+_offset_ms = 0
+
 
 def now_ms() -> int:
-    return time.time_ns() // 1_000_000
+    return time.time_ns() // 1_000_000 + _offset_ms
+
+
+def advance(ms: int) -> int:
+    """Moves this process's clock forward by ``ms``; returns the new now. Never backwards: leases, due
+    times and the order of stored events all assume time only grows."""
+    global _offset_ms
+    if ms < 0:
+        raise ValueError("the clock only moves forward")
+    _offset_ms += ms
+    return now_ms()
 
 
 def date_time_text(ms: int) -> str:

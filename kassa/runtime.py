@@ -7,7 +7,7 @@ import gc
 import time
 from dataclasses import dataclass, field
 
-from kassa.domain.merchants import Endpoint
+from kassa.domain.merchants import Endpoint, Mode
 from kassa.engine.callbacks import CallbackConfig, CallbackDispatcher
 from kassa.engine.scheduler import Scheduler
 from kassa.engine.worker import Worker, WorkerConfig
@@ -21,11 +21,13 @@ from kassa.vault.keys import Vault, load_vault
 
 class EndpointDirectory:
     """Endpoints by id, cached briefly: every request needs its endpoint, operators change them rarely.
-    Only hits are cached, so an endpoint created a moment ago is found at once."""
+    Only hits are cached, so an endpoint created a moment ago is found at once. With ``live=False`` (a
+    gateway whose clock tests move) live endpoints, and groups with a live member, are not found."""
 
-    def __init__(self, db: Database, ttl_seconds: float) -> None:
+    def __init__(self, db: Database, ttl_seconds: float, *, live: bool = True) -> None:
         self._db = db
         self._ttl = ttl_seconds
+        self._live = live
         self._cache: dict[int, tuple[float, Endpoint]] = {}
 
     async def get(self, endpoint_id: int) -> Endpoint | None:
@@ -36,6 +38,8 @@ class EndpointDirectory:
         try:
             endpoint = await self._db.read_point(lambda conn: merchant_store.load_endpoint(conn, endpoint_id))
         except merchant_store.NotFound:
+            return None
+        if not self._live and any(e.mode is Mode.LIVE for e in (endpoint, *endpoint.members)):
             return None
         self._cache[endpoint_id] = (now + self._ttl, endpoint)
         return endpoint
@@ -88,7 +92,7 @@ def build_services(settings: Settings, worker_count: int) -> Services:
         settings.job_max_attempts,
         settings.job_retry_delay,
     )
-    directory = EndpointDirectory(db, settings.endpoint_cache_seconds)
+    directory = EndpointDirectory(db, settings.endpoint_cache_seconds, live=not settings.test_clock)
     if not worker_count:  # an API-only process: jobs, callbacks and scheduled work run elsewhere
         return Services(settings, db, vault, directory)
     dispatcher = CallbackDispatcher(db, _callback_config(settings))

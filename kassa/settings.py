@@ -352,6 +352,12 @@ class Settings:
         choice("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
         "logs are JSON lines on stderr",
     )
+    test_clock: bool = setting(
+        "KASSA_TEST_CLOCK",
+        "0",
+        boolean,
+        "tests only: `POST {prefix}/_test/clock` moves the clock forward; refuses live endpoints",
+    )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     marker = metafunc.definition.get_closest_marker("backends")
     backends = marker.args if marker else BACKENDS
-    for name, scope in (("database_url", "function"), ("shared_gateway", "session")):
+    for name, scope in (("database_url", "function"), ("shared_gateway", "session"), ("clock_gateway", "session")):
         if name in metafunc.fixturenames:
             metafunc.parametrize(name, backends, indirect=True, scope=scope)
 
@@ -42,12 +42,34 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture(scope="session")
 def shared_gateway(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     """One running gateway per backend for the whole session; tests keep apart by using their own merchants."""
-    data_dir = tmp_path_factory.mktemp(f"gateway-{request.param}")
+    with _session_gateway(request.param, tmp_path_factory, "gateway") as gateway:
+        yield gateway
+
+
+# Production delays (reconciliation 60 s, sessions 1800 s, callback retries from 15 s, expiry after 7 days)
+# that tests pass by moving the clock. The callback timeout is a real wait, kept short; four attempts make
+# giving up on a callback reachable in three moves.
+CLOCK_ENV = {"KASSA_TEST_CLOCK": "1", "KASSA_CALLBACK_TIMEOUT": "1", "KASSA_CALLBACK_MAX_ATTEMPTS": "4"}
+
+
+@pytest.fixture(scope="session")
+def clock_gateway(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    """One gateway per backend whose clock tests move (``Gateway.advance``). Time only moves forward and
+    a session's tests run one at a time, so each test sees its own delays pass; sandbox endpoints only."""
+    with _session_gateway(request.param, tmp_path_factory, "clock-gateway", CLOCK_ENV) as gateway:
+        yield gateway
+
+
+@contextmanager
+def _session_gateway(
+    backend: str, tmp_path_factory: pytest.TempPathFactory, name: str, env: dict[str, str] | None = None
+) -> Iterator[Gateway]:
+    data_dir = tmp_path_factory.mktemp(f"{name}-{backend}")
     with ExitStack() as stack:
         url = f"sqlite:///{data_dir / 'kassa.db'}"
-        if request.param == "postgresql":
+        if backend == "postgresql":
             url = stack.enter_context(fresh_postgres())
-        gateway = Gateway(url, data_dir).start()
+        gateway = Gateway(url, data_dir, extra_env=env or {}).start()
         stack.callback(gateway.stop)
         yield gateway
 
@@ -58,6 +80,12 @@ def make_merchant(shared_gateway: Gateway) -> Callable[..., Merchant]:
         return new_merchant(shared_gateway, f"m-{uuid.uuid4().hex[:10]}", currency, **endpoint)
 
     return make
+
+
+@pytest.fixture
+def clock_merchant(clock_gateway: Gateway) -> Merchant:
+    """A merchant of its own on the gateway whose clock moves."""
+    return new_merchant(clock_gateway, f"m-{uuid.uuid4().hex[:10]}")
 
 
 @pytest.fixture

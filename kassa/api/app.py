@@ -13,7 +13,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from kassa.api import openapi
+from kassa.api import openapi, test_clock
 from kassa.api.operations import OPERATIONS, Operation
 from kassa.api.pipeline import handle
 from kassa.pages.routes import page_routes
@@ -77,6 +77,7 @@ def create_app(services: Services) -> ASGIApp:
 
     routes.append(Route(f"{prefix}/openapi.json", openapi_json, methods=["GET"]))
     routes.extend(page_routes(services))
+    routes.extend(test_clock.routes(services))  # none unless KASSA_TEST_CLOCK=1
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:

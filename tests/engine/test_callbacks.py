@@ -9,11 +9,16 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.support.gateway import Gateway, free_port, new_merchant, sha1
-from tests.support.operations import approved_order, final, preauth, refund
+from tests.support.databases import run_sql
+from tests.support.gateway import Gateway, Merchant, free_port, new_merchant, sha1
+from tests.support.operations import final, preauth, refund
 from tests.support.receiver import Receiver, running
 
-FAST_RETRIES = {"KASSA_CALLBACK_BASE_DELAY": "1.5", "KASSA_CALLBACK_BACKOFF": "1.2", "KASSA_CALLBACK_TIMEOUT": "0.5"}
+BASE_DELAY, BACKOFF = 15, 1.435  # the defaults of KASSA_CALLBACK_BASE_DELAY and KASSA_CALLBACK_BACKOFF
+
+
+def _retry_delay(attempts: int) -> float:
+    return float(BASE_DELAY * BACKOFF ** (attempts - 1))
 
 
 def _attempts(gateway: Gateway, order: str) -> list[dict[str, object]]:
@@ -22,11 +27,17 @@ def _attempts(gateway: Gateway, order: str) -> list[dict[str, object]]:
     return attempts
 
 
-def test_sale_callback_carries_every_field_signed_and_notify_url_gets_the_return(
-    gateway_factory: Callable[..., Gateway],
-) -> None:
-    gateway = gateway_factory()
-    merchant = new_merchant(gateway, "cb")
+def _wait_attempts(gateway: Gateway, order: str, count: int, timeout: float = 15) -> None:
+    """Waits until the order's callbacks have ``count`` attempts recorded: the clock may then move without
+    ending the lease of one still in flight."""
+    query = f"SELECT COALESCE(SUM(attempts), 0) FROM callbacks WHERE order_id = {int(order)}"
+    deadline = time.monotonic() + timeout
+    while run_sql(gateway.database_url, query) != [(count,)]:
+        assert time.monotonic() < deadline, f"no attempt {count} for order {order}"
+        time.sleep(0.02)
+
+
+def test_sale_callback_carries_every_field_signed_and_notify_url_gets_the_return(merchant: Merchant) -> None:
     with running(Receiver(free_port())) as receiver:
         order = merchant.sale(
             "cb-1",
@@ -66,9 +77,8 @@ def test_sale_callback_carries_every_field_signed_and_notify_url_gets_the_return
     assert [r.query["type"] for r in received if r.path == "/callback"] == ["sale"]
 
 
-def test_callbacks_carry_no_cookie_a_receiver_set_before(gateway_factory: Callable[..., Gateway]) -> None:
+def test_callbacks_carry_no_cookie_a_receiver_set_before(merchant: Merchant) -> None:
     # Receivers of different merchants may share a host: the gateway keeps no state between callbacks.
-    merchant = new_merchant(gateway_factory(), "cookie")
     with running(Receiver(free_port(), host="localhost", set_cookie="session=merchant-a; Path=/")) as receiver:
         merchant.sale("ck-1", server_callback_url=receiver.url)
         receiver.wait_for(1)
@@ -77,18 +87,17 @@ def test_callbacks_carry_no_cookie_a_receiver_set_before(gateway_factory: Callab
     assert [(r.query["client_orderid"], r.cookie) for r in received] == [("ck-1", None), ("ck-2", None)]
 
 
-def test_receiver_failing_three_times_gets_the_callback_on_the_fourth_attempt(
-    gateway_factory: Callable[..., Gateway],
-) -> None:
-    gateway = gateway_factory(**FAST_RETRIES)
-    merchant = new_merchant(gateway, "retry")
+def test_receiver_failing_three_times_gets_the_callback_on_the_fourth_attempt(clock_merchant: Merchant) -> None:
+    gateway = clock_merchant.gateway
     receiver = Receiver(free_port(), script=["500", "timeout"])
     # First attempt: nobody listens yet (connection refused); then 500, then a timeout, then success.
-    order = merchant.sale("rt-1", server_callback_url=receiver.url).json()["paynet-order-id"]
-    deadline = time.monotonic() + 10
-    while '"callback attempt"' not in gateway.log_text() and time.monotonic() < deadline:
-        time.sleep(0.02)
+    order = clock_merchant.sale("rt-1", server_callback_url=receiver.url).json()["paynet-order-id"]
+    _wait_attempts(gateway, order, 1)
     with running(receiver):
+        for attempts in (1, 2):
+            gateway.advance(_retry_delay(attempts))
+            _wait_attempts(gateway, order, attempts + 1)
+        gateway.advance(_retry_delay(3))
         assert len(receiver.wait_for(1)) == 1
     attempts = _attempts(gateway, order)
     assert [(a["http_status"], a["error"]) for a in attempts] == [
@@ -101,57 +110,55 @@ def test_receiver_failing_three_times_gets_the_callback_on_the_fourth_attempt(
     assert callback["kind"] == "server_callback"
 
 
-def test_retry_delays_follow_the_configured_schedule(gateway_factory: Callable[..., Gateway]) -> None:
-    gateway = gateway_factory(
-        KASSA_CALLBACK_BASE_DELAY="0.4", KASSA_CALLBACK_BACKOFF="2", KASSA_CALLBACK_MAX_ATTEMPTS="4"
-    )
-    merchant = new_merchant(gateway, "schedule")
-    receiver = Receiver(free_port(), script=["500"] * 4)
+def test_retries_follow_the_configured_schedule_and_stop_after_the_last_attempt(clock_merchant: Merchant) -> None:
+    gateway = clock_merchant.gateway  # four attempts at most (tests/conftest.py CLOCK_ENV)
+    receiver = Receiver(free_port(), script=["500"] * 5)
     with running(receiver):
-        order = merchant.sale("sch-1", server_callback_url=receiver.url).json()["paynet-order-id"]
-        deadline = time.monotonic() + 15
-        while (
-            gateway.cli("callbacks", "list", "--order", order, "--status", "failed") == []
-            and time.monotonic() < deadline
-        ):
-            time.sleep(0.1)
-    at = [datetime.datetime.fromisoformat(str(a["at"])) for a in _attempts(gateway, order)]
+        order = clock_merchant.sale("sch-1", server_callback_url=receiver.url).json()["paynet-order-id"]
+        for attempts in (1, 2, 3):
+            _wait_attempts(gateway, order, attempts)
+            gateway.advance(_retry_delay(attempts))
+        _wait_attempts(gateway, order, 4)
+        gateway.advance(30 * 86_400)
+    [callback] = gateway.cli("callbacks", "list", "--order", order)
+    assert callback["status"] == "failed"
+    at = [datetime.datetime.fromisoformat(str(a["at"])) for a in callback["attempts"]]
     gaps = [(later - earlier).total_seconds() for earlier, later in itertools.pairwise(at)]
-    assert len(gaps) == 3
-    for gap, planned in zip(gaps, (0.4, 0.8, 1.6), strict=True):
+    assert len(gaps) == 3  # no fifth attempt, even a month on
+    for gap, planned in zip(gaps, (15, 21.525, 30.888), strict=True):
         assert planned <= gap < planned + 1.0
 
 
 def test_callback_pending_when_the_server_dies_is_delivered_once_after_restart(
     gateway_factory: Callable[..., Gateway],
 ) -> None:
-    gateway = gateway_factory(KASSA_CALLBACK_BASE_DELAY="2")
+    gateway = gateway_factory(KASSA_TEST_CLOCK="1")
     merchant = new_merchant(gateway, "restart")
     receiver = Receiver(free_port())
     order = merchant.sale("rs-1", server_callback_url=receiver.url).json()["paynet-order-id"]
-    deadline = time.monotonic() + 10
-    while '"callback attempt"' not in gateway.log_text() and time.monotonic() < deadline:
-        time.sleep(0.02)  # the status changed and the first attempt failed: nobody listened
+    _wait_attempts(gateway, order, 1)  # the status changed and the first attempt failed: nobody listened
     gateway.kill()
     with running(receiver):
-        restarted = gateway_factory(KASSA_CALLBACK_BASE_DELAY="2")
+        restarted = gateway_factory(KASSA_TEST_CLOCK="1")
+        restarted.advance(BASE_DELAY)
         assert len(receiver.wait_for(1)) == 1
-        time.sleep(1.0)
+        restarted.advance(86_400)  # a second delivery, if any were due, would start now
+        assert restarted.cli("callbacks", "list", "--order", order)[0]["status"] == "delivered"
         assert len(receiver.received) == 1
     assert [r.query["orderid"] for r in receiver.received] == [order]
-    assert restarted.cli("callbacks", "list", "--order", order)[0]["status"] == "delivered"
 
 
 def test_callbacks_of_one_order_arrive_in_transaction_order_even_when_the_first_fails(
-    gateway_factory: Callable[..., Gateway],
+    clock_merchant: Merchant,
 ) -> None:
-    gateway = gateway_factory(KASSA_CALLBACK_BASE_DELAY="1.5")
-    merchant = new_merchant(gateway, "ordered")
     with running(Receiver(free_port(), script=["500"])) as receiver:
-        order = preauth(merchant, "ord-1", "50.00", notify_url=receiver.url).json()["paynet-order-id"]
-        assert merchant.wait_final(order)["status"] == "approved"
-        cancel = final(merchant, refund(merchant, "ord-1", order))  # approved while the first callback waits
+        order = preauth(clock_merchant, "ord-1", "50.00", notify_url=receiver.url).json()["paynet-order-id"]
+        assert clock_merchant.wait_final(order)["status"] == "approved"
+        cancel = final(clock_merchant, refund(clock_merchant, "ord-1", order))  # approved while the first waits
         assert cancel["transaction-type"] == "cancel"
+        _wait_attempts(clock_merchant.gateway, order, 1)
+        assert receiver.received == []  # the cancel's callback waits for the preauth's
+        clock_merchant.gateway.advance(BASE_DELAY)
         received = receiver.wait_for(2)
     assert [r.query["type"] for r in received] == ["preauth", "cancel"]
 
@@ -173,9 +180,8 @@ def test_a_callback_waiting_on_one_in_flight_goes_out_as_soon_as_that_one_is_del
     assert received[1].at - received[0].at < 2
 
 
-def test_live_endpoint_refuses_private_callback_targets(gateway_factory: Callable[..., Gateway]) -> None:
-    gateway = gateway_factory()
-    merchant = new_merchant(gateway, "live", live=True)
+def test_live_endpoint_refuses_private_callback_targets(make_merchant: Callable[..., Merchant]) -> None:
+    merchant = make_merchant(live=True)
     for url in ("http://127.0.0.1/cb", "http://10.0.0.1/cb", "http://[::1]:8080/cb", "http://169.254.169.254/"):
         answer = merchant.sale("live-1", server_callback_url=url)
         assert (answer.status_code, answer.json()["error-code"]) == (400, "1"), url
@@ -184,11 +190,9 @@ def test_live_endpoint_refuses_private_callback_targets(gateway_factory: Callabl
     assert "notify_url" in answer.json()["error-message"]
 
 
-def test_operator_redelivers_a_delivered_callback(gateway_factory: Callable[..., Gateway]) -> None:
-    gateway = gateway_factory()
-    merchant = new_merchant(gateway, "redeliver")
+def test_operator_redelivers_a_delivered_callback(merchant: Merchant) -> None:
+    gateway = merchant.gateway
     with running(Receiver(free_port())) as receiver:
-        order = approved_order(merchant, "rd-1")
         merchant.sale("rd-2", server_callback_url=receiver.url)
         receiver.wait_for(1)
         order = receiver.received[0].query["orderid"]
@@ -205,9 +209,8 @@ def test_two_gateways_on_one_database_deliver_each_callback_once(gateway_factory
             merchant.sale(f"once-{n}", server_callback_url=receiver.url).json()["paynet-order-id"] for n in range(40)
         ]
         received = receiver.wait_for(40)
-        time.sleep(1.0)  # a second delivery, if any, would arrive now
-    assert sorted(r.query["orderid"] for r in receiver.received) == sorted(orders)
-    assert len(received) == 40
-    listed = second.cli("callbacks", "list")
+        listed = second.cli("callbacks", "list")
+        assert len(receiver.received) == 40  # a second delivery, if any, would have come while the list was read
+    assert sorted(r.query["orderid"] for r in received) == sorted(orders)
     assert sorted(str(c["order"]) for c in listed) == sorted(orders)
     assert [len(c["attempts"]) for c in listed] == [1] * 40

@@ -2,48 +2,53 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime
-import time
 from collections.abc import Callable
 
-from kassa.engine.scheduler import Scheduler, next_cutoff
-from kassa.storage.database import open_database
-from kassa.storage.tables import schedule as schedule_table
+from kassa.engine.scheduler import next_cutoff
 from tests.support.databases import run_sql
-from tests.support.gateway import Gateway, new_merchant
+from tests.support.gateway import Gateway, Merchant, new_merchant
 from tests.support.operations import LEDGER_OK, approved_order, ledger_check
 
-
-def _wait_for(check: Callable[[], bool], timeout: float = 15) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.1)
-    return False
+DAY = 86_400
+AUTHORIZATION_TTL = 7 * DAY  # KASSA_AUTHORIZATION_TTL_SECONDS's default
+RECONCILE_DELAY = 60  # KASSA_RECONCILE_DELAY_SECONDS's default
 
 
-def test_authorization_never_captured_expires_into_an_approved_cancel(gateway_factory: Callable[..., Gateway]) -> None:
-    gateway = gateway_factory(KASSA_AUTHORIZATION_TTL_SECONDS="1", KASSA_SCHEDULER_INTERVAL="0.2")
-    merchant = new_merchant(gateway, "expiry")
-    order = approved_order(merchant, "exp-1", kind="preauth", amount="30.00")
-    assert _wait_for(lambda: merchant.status(orderid=order).json()["transaction-type"] == "cancel")
-    status = merchant.status(orderid=order).json()
-    assert (status["status"], status["order-stage"]) == ("approved", "cancel_approved")
-    [usd] = gateway.cli("ledger", "balance", "--merchant", merchant.login)
-    assert usd["held"] == "0.00"
-    assert ledger_check(merchant) == LEDGER_OK
+def _balance(merchant: Merchant) -> tuple[str, str, str]:
+    [usd] = merchant.gateway.cli("ledger", "balance", "--merchant", merchant.login)
+    return usd["held"], usd["captured_unsettled"], usd["settled"]
 
 
-def test_unknown_sale_becomes_approved_by_reconciliation(gateway_factory: Callable[..., Gateway]) -> None:
-    gateway = gateway_factory(KASSA_RECONCILE_DELAY_SECONDS="1")
-    merchant = new_merchant(gateway, "reconcile")
-    order = merchant.sale("unk-1", cvv2="217").json()["paynet-order-id"]
-    assert merchant.wait_final(order)["status"] == "unknown"
-    assert _wait_for(lambda: merchant.status(orderid=order).json()["status"] == "approved")
-    assert merchant.status(orderid=order).json()["approval-code"]
-    assert ledger_check(merchant) == LEDGER_OK
+def test_authorization_never_captured_expires_into_an_approved_cancel(clock_merchant: Merchant) -> None:
+    order = approved_order(clock_merchant, "exp-1", kind="preauth", amount="30.00")
+    clock_merchant.gateway.advance(AUTHORIZATION_TTL - 60)
+    assert clock_merchant.status(orderid=order).json()["transaction-type"] == "preauth"
+    assert _balance(clock_merchant)[0] == "30.00"
+
+    clock_merchant.gateway.advance(60)
+    status = clock_merchant.status(orderid=order).json()
+    assert (status["transaction-type"], status["status"], status["order-stage"]) == (
+        "cancel",
+        "approved",
+        "cancel_approved",
+    )
+    assert _balance(clock_merchant)[0] == "0.00"
+    assert ledger_check(clock_merchant) == LEDGER_OK
+
+
+def test_unknown_sale_becomes_approved_by_reconciliation_once_the_delay_has_passed(clock_merchant: Merchant) -> None:
+    order = clock_merchant.sale("unk-1", cvv2="217").json()["paynet-order-id"]
+    assert clock_merchant.wait_final(order)["status"] == "unknown"
+    clock_merchant.gateway.advance(RECONCILE_DELAY - 5)
+    # Workers woke with the move: a due reconciliation would have run within a poll.
+    assert clock_merchant.wait_stage(order, leaving="unknown", field="status", timeout=0.5)["status"] == "unknown"
+
+    clock_merchant.gateway.advance(5)
+    reconciled = clock_merchant.wait_stage(order, leaving="unknown", field="status")
+    assert reconciled["status"] == "approved"
+    assert reconciled["approval-code"]
+    assert ledger_check(clock_merchant) == LEDGER_OK
 
 
 def test_ledger_check_fails_on_a_hand_corrupted_entry(gateway_factory: Callable[..., Gateway]) -> None:
@@ -64,21 +69,19 @@ def test_next_cutoff_is_the_next_occurrence_in_utc() -> None:
     assert next_cutoff(at, "12:00") == int(datetime.datetime(2026, 11, 22, 12, tzinfo=datetime.UTC).timestamp() * 1000)
 
 
-def test_settlement_runs_once_when_the_cutoff_has_passed(gateway_factory: Callable[..., Gateway]) -> None:
-    gateway = gateway_factory(KASSA_SCHEDULER_INTERVAL="3600")  # its scheduler ticks once, at start
-    merchant = new_merchant(gateway, "cutoff")
-    approved_order(merchant, "cut-1", amount="12.00")
-    db = open_database(gateway.database_url)
-    now = time.time_ns() // 1_000_000
-    try:
-        db.write_sync(lambda conn: conn.execute(schedule_table.update().values(next_run_at_ms=now - 1)))
-        scheduler = Scheduler(db, cutoff="00:00", authorization_ttl_seconds=3600, interval=1)
-        asyncio.run(scheduler.tick())
-        asyncio.run(scheduler.tick())  # not due again until the next cut-off
-        next_run = db.read_sync(lambda conn: conn.execute(schedule_table.select()).one().next_run_at_ms)
-    finally:
-        db.close()
-    [usd] = gateway.cli("ledger", "balance", "--merchant", merchant.login)
-    assert (usd["captured_unsettled"], usd["settled"]) == ("0.00", "12.00")
-    assert next_run == next_cutoff(now, "00:00")
-    assert ledger_check(merchant) == LEDGER_OK
+def test_settlement_runs_at_the_cutoff_and_not_again_until_the_next(clock_merchant: Merchant) -> None:
+    gateway = clock_merchant.gateway
+    approved_order(clock_merchant, "cut-1", amount="12.00")
+    now = gateway.advance(0)
+    gateway.advance((next_cutoff(now, "00:00") - now) / 1000 - 60)
+    assert _balance(clock_merchant) == ("0.00", "12.00", "0.00")
+
+    gateway.advance(61)
+    assert _balance(clock_merchant) == ("0.00", "0.00", "12.00")
+
+    approved_order(clock_merchant, "cut-2", amount="5.00")
+    gateway.advance(3600)
+    assert _balance(clock_merchant) == ("0.00", "5.00", "12.00")
+    gateway.advance(DAY)
+    assert _balance(clock_merchant) == ("0.00", "0.00", "17.00")
+    assert ledger_check(clock_merchant) == LEDGER_OK

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, expect
 
-from tests.support.gateway import Gateway, Merchant, free_port, new_merchant, sha1
+from tests.support.gateway import Merchant, free_port, sha1
 from tests.support.receiver import Receiver, running
 
 pytestmark = pytest.mark.backends("sqlite")  # the pages are the same on both; the API suites cover both
@@ -22,10 +22,12 @@ def shop() -> Iterator[Receiver]:
         yield receiver
 
 
+SESSION_TTL = 1800  # KASSA_SESSION_TTL_SECONDS's default
+
+
 @pytest.fixture
-def merchant_for_pages(gateway_factory: Callable[..., Gateway]) -> Merchant:
-    gateway = gateway_factory(KASSA_CALLBACK_BASE_DELAY="0.2")
-    merchant = new_merchant(gateway, "pages", descriptor="Corner Bookshop")
+def merchant_for_pages(make_merchant: Callable[..., Merchant]) -> Merchant:
+    merchant: Merchant = make_merchant(descriptor="Corner Bookshop")
     return merchant
 
 
@@ -109,16 +111,17 @@ def test_used_form_token_shows_an_error_page(page: Page, merchant_for_pages: Mer
 
 
 def test_expired_form_token_shows_an_error_page(
-    page: Page, gateway_factory: Callable[..., Gateway], shop: Receiver, screenshots: Path
+    page: Page, clock_merchant: Merchant, shop: Receiver, screenshots: Path
 ) -> None:
-    gateway = gateway_factory(KASSA_SESSION_TTL_SECONDS="1")
-    merchant = new_merchant(gateway, "expiring")
-    url = form_url(merchant, "pf-4", shop)
-    page.wait_for_timeout(1500)
+    url = form_url(clock_merchant, "pf-4", shop)
+    clock_merchant.gateway.advance(SESSION_TTL - 1)
+    response = page.goto(url)
+    assert response is not None and response.status == 200  # a second before it expires
+    clock_merchant.gateway.advance(2)
     response = page.goto(url)
     assert response is not None and response.status == 410
     page.screenshot(path=str(screenshots / "hosted-form-expired.png"))
-    final = merchant.wait_final(merchant.status(client_orderid="pf-4").json()["paynet-order-id"])
+    final = clock_merchant.wait_final(clock_merchant.status(client_orderid="pf-4").json()["paynet-order-id"])
     assert (final["status"], final["error-code"]) == ("declined", "100")
 
 

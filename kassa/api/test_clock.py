@@ -1,0 +1,73 @@
+"""The test clock (``KASSA_TEST_CLOCK=1``): tests move the gateway's clock forward instead of sleeping
+through reconciliation delays, callback retries, session lifetimes, authorization expiry and settlement.
+
+``POST {prefix}/_test/clock`` with ``advance=SECONDS`` moves ``kassa.clock`` forward, runs the scheduler's
+tick at the new time (expiry, settlement) before answering, and wakes the job workers and the callback
+dispatcher so that jobs and callbacks now due start at once. It answers ``{"now_ms": ...}``.
+
+A gateway whose clock can be moved must never touch live money: it refuses to start on a database that
+has a live endpoint, refuses every move once one exists, and treats live endpoints as unknown (see
+``runtime.EndpointDirectory``). Without the setting the route does not exist."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable
+from urllib.parse import parse_qs
+
+from sqlalchemy import Connection, select
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from kassa import clock
+from kassa.domain.merchants import Mode
+from kassa.runtime import Services
+from kassa.storage.tables import endpoints
+
+LIVE_REFUSED = "KASSA_TEST_CLOCK is on and the database has a live endpoint: a movable clock never serves live money"
+
+
+def routes(services: Services) -> list[Route]:
+    """The test clock's route, when the setting is on and the database holds no live endpoint; else none,
+    or start-up stops with ``LIVE_REFUSED``."""
+    if not services.settings.test_clock:
+        return []
+    if services.db.read_sync(_has_live_endpoint):
+        raise SystemExit(LIVE_REFUSED)
+    return [Route(f"{services.settings.prefix}/_test/clock", _mover(services), methods=["POST"])]
+
+
+def _mover(services: Services) -> Callable[[Request], Awaitable[Response]]:
+    async def move(request: Request) -> Response:
+        seconds = _seconds(await request.body())
+        if seconds is None:
+            return JSONResponse({"error": "advance must be a number of seconds, 0 or more"}, status_code=400)
+        if await services.db.read(_has_live_endpoint):
+            return JSONResponse({"error": LIVE_REFUSED}, status_code=409)
+        now = clock.advance(round(seconds * 1000))
+        await _run_due_work(services)
+        return JSONResponse({"now_ms": now})
+
+    return move
+
+
+def _seconds(body: bytes) -> float | None:
+    values = parse_qs(body.decode(errors="replace")).get("advance", [])
+    try:
+        seconds = float(values[0]) if len(values) == 1 else math.nan
+    except ValueError:
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+async def _run_due_work(services: Services) -> None:
+    """Expiry and settlement are done when the move is answered (a test may then assert that nothing
+    expired); jobs and callbacks are started now rather than at the next poll."""
+    if services.scheduler is not None:
+        await services.scheduler.tick()
+    services.wake_workers()
+
+
+def _has_live_endpoint(conn: Connection) -> bool:
+    return conn.execute(select(endpoints.c.id).where(endpoints.c.mode == Mode.LIVE.value).limit(1)).first() is not None
