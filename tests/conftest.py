@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from kassa.storage.database import Database, open_database
+from kassa.storage.migrate import upgrade
 from tests.support.databases import fresh_postgres
 from tests.support.gateway import Gateway, Merchant, new_merchant
 
@@ -37,6 +39,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     for name, scope in (("database_url", "function"), ("shared_gateway", "session"), ("clock_gateway", "session")):
         if name in metafunc.fixturenames:
             metafunc.parametrize(name, backends, indirect=True, scope=scope)
+
+
+@pytest.fixture
+def db(database_url: str) -> Iterator[Database]:
+    """The database runner on a fresh database migrated to head, for tests of core and storage."""
+    upgrade(database_url)
+    database = open_database(database_url)
+    yield database
+    database.close()
 
 
 @pytest.fixture(scope="session")

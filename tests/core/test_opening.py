@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import Connection, func, select
@@ -12,34 +11,19 @@ from kassa.core import followups, outcomes
 from kassa.core.opening import open_order
 from kassa.core.outbox import Queued
 from kassa.domain.lifecycle import Stage
-from kassa.domain.merchants import Mode
 from kassa.domain.transactions import TxType
 from kassa.processors.interface import Outcome
 from kassa.storage import callbacks as callback_store
 from kassa.storage import jobs as job_queue
-from kassa.storage import merchants as merchant_store
 from kassa.storage import orders as order_store
-from kassa.storage.database import Database, open_database
+from kassa.storage.database import Database
 from kassa.storage.jobs import Lease
-from kassa.storage.migrate import upgrade
 from kassa.storage.tables import cards, jobs, orders, transactions, transient_secrets
-
-
-@pytest.fixture
-def db(database_url: str) -> Iterator[Database]:
-    upgrade(database_url)
-    database = open_database(database_url)
-    yield database
-    database.close()
+from tests.support.databases import shop_endpoint
 
 
 def _endpoint(db: Database) -> tuple[int, int]:
-    def unit(conn: object) -> tuple[int, int]:
-        merchant = merchant_store.create_merchant(conn, "shop", "key", False, 0)  # type: ignore[arg-type]
-        spec = merchant_store.EndpointSpec(merchant.id, "USD", Mode.SANDBOX, False, "", None, None, False)
-        return merchant.id, merchant_store.create_endpoint(conn, spec, 0)  # type: ignore[arg-type]
-
-    return db.write_sync(unit)
+    return db.write_sync(shop_endpoint)
 
 
 def _sale(

@@ -2,37 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from sqlalchemy import Connection
 
 from kassa.core import followups, outcomes, settlement
 from kassa.core.opening import open_order
 from kassa.domain.lifecycle import Stage
-from kassa.domain.merchants import Mode
 from kassa.domain.transactions import TxType
 from kassa.processors.interface import Outcome
-from kassa.storage import merchants as merchant_store
 from kassa.storage import orders as order_store
 from kassa.storage import settlement as settlement_store
-from kassa.storage.database import Database, open_database
-from kassa.storage.migrate import upgrade
+from kassa.storage.database import Database
 from kassa.storage.orders import NewCard, NewOrder
-
-
-@pytest.fixture
-def db(database_url: str) -> Iterator[Database]:
-    upgrade(database_url)
-    database = open_database(database_url)
-    yield database
-    database.close()
-
-
-def _endpoint(conn: Connection) -> tuple[int, int]:
-    merchant = merchant_store.create_merchant(conn, "shop", "key", False, 0)
-    spec = merchant_store.EndpointSpec(merchant.id, "USD", Mode.SANDBOX, False, "", None, None, False)
-    return merchant.id, merchant_store.create_endpoint(conn, spec, 0)
+from tests.support.databases import shop_endpoint
 
 
 def _approved_preauth(conn: Connection, ids: tuple[int, int], name: str, at_ms: int) -> int:
@@ -55,7 +37,7 @@ def _then(conn: Connection, order_id: int, tx_type: TxType, stage: Stage | None,
 
 def test_only_authorizations_with_nothing_but_failed_attempts_after_them_are_read(db: Database) -> None:
     def unit(conn: Connection) -> tuple[dict[str, int], list[tuple[int, int]]]:
-        ids = _endpoint(conn)
+        ids = shop_endpoint(conn)
         orders = {name: _approved_preauth(conn, ids, name, 1) for name in ("open", "captured", "cancelled", "busy")}
         orders["declined-capture"] = _approved_preauth(conn, ids, "declined-capture", 1)
         orders["recent"] = _approved_preauth(conn, ids, "recent", 500)
@@ -73,7 +55,7 @@ def test_expiry_goes_through_the_open_authorizations_in_batches(db: Database, mo
     monkeypatch.setattr(settlement, "EXPIRY_BATCH", 2)
 
     def unit(conn: Connection) -> list[list[int]]:
-        ids = _endpoint(conn)
+        ids = shop_endpoint(conn)
         opened = [_approved_preauth(conn, ids, f"o-{n}", 1) for n in range(5)]
         batches, after = [], 0
         while True:

@@ -39,3 +39,14 @@ def run_sql(database_url: str, statement: str) -> list[tuple[Any, ...]]:
             return [tuple(row) for row in result] if result.returns_rows else []
     finally:
         engine.dispose()
+
+
+def shop_endpoint(conn: Any) -> tuple[int, int]:
+    """A merchant ``shop`` (control key ``key``) with a USD sandbox endpoint, written in ``conn``'s
+    transaction; returns the merchant's and the endpoint's ids."""
+    from kassa.domain.merchants import Mode
+    from kassa.storage import merchants as merchant_store
+
+    merchant = merchant_store.create_merchant(conn, "shop", "key", False, 0)
+    spec = merchant_store.EndpointSpec(merchant.id, "USD", Mode.SANDBOX, False, "", None, None, False)
+    return merchant.id, merchant_store.create_endpoint(conn, spec, 0)
