@@ -15,6 +15,7 @@ from urllib.parse import quote_plus, urlsplit, urlunsplit
 
 import aiohttp
 import yarl
+from aiohttp.abc import AbstractResolver
 from sqlalchemy import Connection
 
 from kassa.clock import now_ms
@@ -137,25 +138,35 @@ class Courier:
                 status = await _get(self.live if live else self.sandbox, url)
             except TimeoutError:
                 error = "timeout"
-            except aiohttp.ClientConnectorError:
-                error = "ConnectError"  # not reached: refused, unreachable or unknown host
+            except aiohttp.ClientConnectorError as failure:
+                error = _connect_error(failure)
             except aiohttp.ClientError as failure:
                 error = type(failure).__name__
         return Attempt(url, at_ms, int((time.perf_counter() - started) * 1000), status, error)
 
 
+def _connect_error(failure: aiohttp.ClientConnectorError) -> str:
+    if isinstance(failure.os_error, targets.NotPublic):
+        return f"refused: the address {failure.os_error}"
+    return "ConnectError"  # not reached: refused, unreachable or unknown host
+
+
 @asynccontextmanager
 async def courier(timeout_seconds: float) -> AsyncIterator[Courier]:
-    async with _session(timeout_seconds) as sandbox, _session(timeout_seconds) as live:
+    """Two sessions, not one with a per-request switch: a kept-alive connection or a cached lookup of
+    the sandbox's, which may point anywhere, must never serve a live callback."""
+    sandbox = _session(timeout_seconds, None)
+    live = _session(timeout_seconds, targets.PublicResolver())
+    async with sandbox, live:
         yield Courier(sandbox, live)
 
 
-def _session(timeout_seconds: float) -> aiohttp.ClientSession:
+def _session(timeout_seconds: float, resolver: AbstractResolver | None) -> aiohttp.ClientSession:
     # No cookie jar: one session serves every merchant, and receivers of different merchants may share
     # a host; a cookie one of them set must not travel with another's callbacks.
     return aiohttp.ClientSession(
         timeout=aiohttp.ClientTimeout(total=timeout_seconds),
-        connector=aiohttp.TCPConnector(limit=_CONNECTIONS),
+        connector=aiohttp.TCPConnector(limit=_CONNECTIONS, resolver=resolver),
         cookie_jar=aiohttp.DummyCookieJar(),
     )
 
