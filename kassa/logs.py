@@ -5,13 +5,16 @@ run of 12-19 digits (a PAN-shaped number) down to BIN and last four.
 
 The line every API request writes (``request``) skips the logging machinery: built from four values of
 our own (serial, operation code, HTTP status, milliseconds; none can hold card data, so it is not
-masked), serialized and written to the handler ``configure`` installed. Through a ``LogRecord``, the
-formatter and the handler it cost 35 µs a request, 15-20% of a sale's or a status call's throughput;
-it costs under 5 µs (``python -m bench.logcost``).
+masked), serialized, and written with the other request lines of the event loop's turn when the turn
+ends, to the file of the handler ``configure`` installed. Through a ``LogRecord``, the formatter and a
+write of its own it cost 20-35 µs of CPU a request and 15-20% of a sale's or a status call's throughput;
+it costs under 5 µs (``python -m bench.logcost``; docs/performance.md, "The request's log line").
+A line may so follow another logger's line written later in the same turn; its timestamp is its own.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 import os
@@ -66,7 +69,7 @@ class JsonFormatter(logging.Formatter):
 
 def log_request(serial: str, operation: str, http_status: int, started: float) -> None:
     """The request's line (logger ``kassa.api``, INFO), as the formatter would write it, ``started``
-    being the request's ``time.perf_counter()``."""
+    being the request's ``time.perf_counter()``. Called on the event loop's thread (one loop a process)."""
     if not _requests.isEnabledFor(logging.INFO):
         return
     elapsed = time.perf_counter() - started
@@ -89,21 +92,32 @@ def log_request(serial: str, operation: str, http_status: int, started: float) -
 
 
 class _Sink:
-    """The file under the handler ``configure`` installed, written to in bytes (a text write and its
-    flush cost half as much again), under the handler's lock: lines of other threads never interleave,
-    and the handler flushes after each of its own lines, so nothing of theirs waits in its buffer."""
+    """The file under the handler ``configure`` installed, written to in bytes, the lines of one turn of
+    the event loop together: a system call lets go of the interpreter lock, and beside a busy database
+    writer thread the loop then waits for it back (docs/performance.md, "The request's log line"). Under
+    the handler's lock: lines of other threads never interleave, and the handler flushes after each of
+    its own lines, so nothing of theirs waits in its buffer."""
 
     def __init__(self, handler: logging.StreamHandler[TextIO], fd: int) -> None:
         self._handler = handler
         self._fd = fd
+        self._pending: list[bytes] = []
 
     def write(self, line: bytes) -> None:
+        """Called on the event loop's thread; the line is written when the loop's turn ends."""
+        if not self._pending:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._pending.append(line)
+
+    def _flush(self) -> None:
+        data = b"".join(self._pending)
+        self._pending.clear()
         self._handler.acquire()
         try:
-            while line:
-                line = line[os.write(self._fd, line) :]
+            while data:
+                data = data[os.write(self._fd, data) :]
         except OSError:
-            pass  # as logging does with a line it cannot write: the request goes on
+            pass  # as logging does with a line it cannot write: the requests go on
         finally:
             self._handler.release()
 
