@@ -1,6 +1,7 @@
 """Kassa's API without HTTP: the ASGI app called directly with ASGI messages, 50 calls at a time, on a
 fresh SQLite database, so its own cost per request shows without uvicorn's and the load generator's.
-With ``--profile``, the measured calls run again under cProfile. Run:
+Logging is a deployment's: KASSA_LOG_LEVEL (INFO unless set), JSON lines to a file in the temporary
+data directory. With ``--profile``, the measured calls run again under cProfile. Run:
 ``python -m bench.inprocess status 20000 [--profile tottime]`` (or ``sale``, or ``floor-status``: the
 floor's status app, the least the same answer costs)."""
 
@@ -32,7 +33,6 @@ def _environment() -> None:
     os.environ.update(
         KASSA_DATABASE_URL=f"sqlite:///{data_dir}/kassa.db",
         KASSA_DATA_DIR=data_dir,
-        KASSA_LOG_LEVEL="WARNING",
         KASSA_VAULT_KEY=base64.b64encode(os.urandom(32)).decode(),
     )
 
@@ -81,7 +81,10 @@ async def _kassa(kind: str, count: int) -> Workload:
     from kassa.storage.migrate import upgrade
 
     settings = Settings.from_env()
-    logs.configure(settings.log_level)
+    # A deployment's log: its level (KASSA_LOG_LEVEL, INFO unless set), its lines in a file (a terminal
+    # would cost more than the calls measured), open until the process ends.
+    log_file = open(os.path.join(os.environ["KASSA_DATA_DIR"], "kassa.log"), "a")  # noqa: SIM115
+    logs.configure(settings.log_level, log_file)
     upgrade(settings.database_url)
     services = build_services(settings, 0)
 

@@ -262,8 +262,9 @@ METHOD = """## What is measured
   CPU columns say where the cores went: *server CPU* sums the server processes (200% = both cores),
   *postgres CPU* the backends of the bench database. *server RSS* gives each server process. Targets: at
   least 1.7x the sales of one process, at most 150 MiB resident per process.
-- Each scenario gets a freshly started server (`kassa serve --port P`, `KASSA_LOG_LEVEL=WARNING`, default
-  settings otherwise: one job worker, SQLite `synchronous=FULL`), a short warm-up, then the measured run.
+- Each scenario gets a freshly started server (`kassa serve --port P`, a deployment's default settings:
+  logging at INFO, one JSON line per request into the server's log file, one job worker, SQLite
+  `synchronous=FULL`), a short warm-up, then the measured run.
   SQLite lives in a temporary directory; PostgreSQL in a fresh database `kassa_bench_<random>` on
   `127.0.0.1:5432`, dropped afterwards.
 - Load (all but end to end): wrk with one thread and 50 keep-alive connections, replaying the bodies
@@ -542,6 +543,59 @@ run's own CPU figures (see *Limits* above). From a short run of the core, end-to
   the writer's connection (writer 39.7% against 40.6%) and a checkpoint every 10,000 pages instead of
   1,000 (40.4%): the writer's cost follows the pages each unit dirties, not the cache or the checkpoints.
 
+## The request's log line (2026-11-23, issue 15)
+
+Issue 15 measured, from outside, what the log line each request writes at the default level (INFO)
+cost: sale 3,574 -> 4,200 req/s and status 4,922 -> 6,161 with `KASSA_LOG_LEVEL=WARNING`, 15-20% of
+both, while this bench ran its servers at WARNING. Where it went, per line, in CPU time of the calling
+thread: the `LogRecord` 4.3 µs (the caller's frame looked up 0.9 of it), the formatter 12.6 µs (the PAN
+mask over the whole line 7.2, the timestamp through `time.strftime` 1.8, the scan of the record's
+attributes), the handler's write and flush 2.7 µs, the logger's dispatch the rest. And each write is a
+system call that lets go of the interpreter lock: beside the busy database writer thread of a sale, the
+event loop then waits for it back, as with `os.urandom` (below).
+
+Since then the request's line (`kassa.logs.log_request`) is built from its own four fields (serial,
+operation code, HTTP status, milliseconds), serialized by orjson, and written in bytes with the other
+request lines of the same turn of the event loop, one `os.write` when the turn ends, to the file under
+the handler `configure` installed and under that handler's lock (lines of other threads never
+interleave). It is not masked: none of its fields can hold card data. A request line may so follow
+another logger's line written later in the same turn; each carries its own timestamp. Every other line
+keeps the `logging` path and its PAN mask, which now searches for twelve digits in a row before it
+substitutes (three times as fast on a line without any) and formats the second of its timestamp once a
+second.
+
+Measured, 2026-11-23, on this machine shared with four other agents:
+- `python -m bench.logcost` (the pipeline's own call, a deployment's handler writing to a file, at INFO
+  over WARNING, each call followed by a turn of the event loop, so one line a turn, the dearest case;
+  best of seven rounds of 20,000 calls in thread CPU time): 4.4-4.6 µs a request (target: at most 5),
+  against 20.5-27.0 µs for the line through `logging` before. Any other line: 14-15 µs over a bare turn
+  (21-31 µs before). `make bench` prints the figure among its notes.
+- In process (`python -m bench.inprocess sale 20000`, six rounds each, alternating; means): 316 µs a
+  sale at INFO with one write per line, 285 µs with the lines of a turn written together, 284 µs at
+  WARNING; the code before: 317-395 µs at INFO in seven runs.
+- Over HTTP, four alternating rounds of 4-second runs on one database each (wrk, 50 connections,
+  server on core 0): status by orderid 5,410-6,115 req/s at INFO, 5,768-6,219 with the log to
+  `/dev/null`, 4,865-6,180 at WARNING; the code before, 3,964-4,671 at INFO against 5,839-6,617 at
+  WARNING. Sale acceptance (API only) 3,444-4,026 at INFO against 3,289-4,183 at WARNING; before,
+  2,604-3,473 against 2,978-4,000. What the level costs now is within the runs' own spread.
+
+`make bench` therefore runs its servers with a deployment's defaults: INFO, one JSON line per request
+into the server's log file. The in-process bench logs the same way, to a file in its data directory.
+
+Measured and not adopted: a `QueueHandler` still builds the `LogRecord` on the request path (4.3 µs
+before any formatting) and moves the formatting to a thread that competes for the interpreter lock.
+
+## The vault's nonces (2026-11-23, issue 15)
+
+AES-GCM nonces come from `kassa/randomness.py` (blocks of `os.urandom`, never handed out twice, dropped
+in a forked child), not from one `os.urandom` call each. `python -m bench.nonces` draws two nonces, as
+a sale does, between about 100 µs of Python work, while a thread like the database writer keeps
+inserting rows into SQLite. Alone, a pair costs 1.4-1.7 µs either way (median). Beside the busy writer
+the median does not move, but `os.urandom` lets go of the interpreter lock for its system call, the
+writer takes it, and the caller waits for it back: the mean was 45-113 µs a pair and the 99th
+percentile 1.8-2.3 ms, against 14-42 µs and 19-20 µs from the pool (whose mean holds the writer's
+forced switches, which no source of bytes avoids). Decision: the pool stays for the nonces.
+
 ## How to reproduce
 
 ```
@@ -550,6 +604,8 @@ make bench                       # = .venv/bin/python -m bench, every scenario; 
 .venv/bin/python -m bench --quick            # 3-second runs, 5-second end to end, 100,000 bulk orders
 .venv/bin/python -m bench.inprocess status --profile tottime  # the API without HTTP, under cProfile
 .venv/bin/python -m bench.inprocess floor-status     # the floor's status, by the same caller
+.venv/bin/python -m bench.logcost            # what the request's log line costs (make bench prints it)
+.venv/bin/python -m bench.nonces             # os.urandom against the block pool, beside a busy thread
 .venv/bin/python -m bench --duration 30      # longer throughput runs
 .venv/bin/python -m bench --backends sqlite  # skip PostgreSQL (and so the scale scenario)
 .venv/bin/python -m bench --scenarios core,peer           # of: core, peer, e2e, bulk, scale

@@ -138,7 +138,6 @@ class KassaDeployment:
             KASSA_DATABASE_URL=self.database_url,
             KASSA_DATA_DIR=str(self.data_dir),
             KASSA_VAULT_KEY=self.vault_key,
-            KASSA_LOG_LEVEL="WARNING",
         )
 
     def cli(self, *args: str) -> Any:

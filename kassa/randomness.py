@@ -2,8 +2,10 @@
 
 Every ``os.urandom`` call releases the GIL, and under load the calling thread then waits for the other
 threads to hand it back: profiled at 12% of the event loop's samples for two nonces and a serial number
-per sale. One call per block gives the same bytes from the same source. A forked child drops the block
-it inherited, so two processes never hand out the same bytes.
+per sale; beside a busy writer thread, two draws took 45-113 µs on average (99th percentile about 2 ms)
+against 14-42 µs from here (``python -m bench.nonces``; docs/architecture.md, "Card data"). One call
+per block gives the same bytes from the same source. A forked child drops the block it inherited, so
+two processes never hand out the same bytes (the vault's AES-GCM nonces must never repeat).
 """
 
 from __future__ import annotations

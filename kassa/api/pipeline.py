@@ -20,7 +20,7 @@ from kassa.api.rendering import Answer, render, wants_json
 from kassa.api.signatures import verify
 from kassa.domain.merchants import Endpoint, Mode
 from kassa.engine import targets
-from kassa.logs import serial_var
+from kassa.logs import log_request, serial_var
 from kassa.runtime import Services
 from kassa.web.addresses import base_url
 from kassa.web.forms import FormError, parse_form, read_body, request_headers
@@ -58,9 +58,7 @@ async def handle(op: Operation, scope: Scope, receive: Receive, services: Servic
     except Exception:
         log.exception("request failed", extra={"operation": op.code})
         response = exchange.refusal(internal_error())
-    if log.isEnabledFor(logging.INFO):  # the fields cost as much as the check when nobody reads them
-        ms = round((time.perf_counter() - started) * 1000, 2)
-        log.info("request", extra={"operation": op.code, "http_status": response.status_code, "ms": ms})
+    log_request(exchange.serial, op.code, response.status_code, started)
     serial_var.reset(token)
     return response
 

@@ -7,12 +7,15 @@ import asyncio
 import logging
 import re
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
 from urllib.parse import quote_plus, urlsplit, urlunsplit
 
 import aiohttp
 import yarl
+from aiohttp.abc import AbstractResolver
 from sqlalchemy import Connection
 
 from kassa.clock import now_ms
@@ -64,29 +67,24 @@ class CallbackDispatcher(Consumer):
     def __init__(self, db: Database, config: CallbackConfig) -> None:
         super().__init__(db, config.poll_interval, "callbacks", config.lease_seconds)
         self.config = config
-        self._client: aiohttp.ClientSession | None = None
+        self._courier: Courier | None = None
         self._recheck = False  # a claim found nothing while handed callbacks were out: some may wait on them
 
     async def run(self, stop: asyncio.Event) -> None:
-        timeout = aiohttp.ClientTimeout(total=self.config.timeout_seconds)
-        connector = aiohttp.TCPConnector(limit=_CONNECTIONS)
-        # No cookie jar: one session serves every merchant, and receivers of different merchants may share
-        # a host; a cookie one of them set must not travel with another's callbacks.
-        jar = aiohttp.DummyCookieJar()
-        async with aiohttp.ClientSession(timeout=timeout, connector=connector, cookie_jar=jar) as client:
-            self._client = client
-            await self.consume(stop, self._claim, partial(self._deliver, client))
+        async with courier(self.config.timeout_seconds) as sender:
+            self._courier = sender
+            await self.consume(stop, self._claim, partial(self._deliver, sender))
 
     def take(self, handed: list[Due]) -> None:
         """Delivers callbacks written leased to this dispatcher (``lease``), now committed."""
-        client = self._client
-        if client is not None:  # else never started: the leases run out and the rows are claimed
+        sender = self._courier
+        if sender is not None:  # else never started: the leases run out and the rows are claimed
             for due in handed:
-                self._take(partial(self._deliver_handed, client, due))
+                self._take(partial(self._deliver_handed, sender, due))
 
-    async def _deliver_handed(self, client: aiohttp.ClientSession, due: Due) -> None:
+    async def _deliver_handed(self, sender: Courier, due: Due) -> None:
         try:
-            await self._deliver(client, due)
+            await self._deliver(sender, due)
         finally:
             if self._recheck:  # a later callback of the same order and URL may have waited on this one
                 self._recheck = False
@@ -99,9 +97,9 @@ class CallbackDispatcher(Consumer):
     def _claim(self, conn: Connection) -> list[Due]:
         return store.claim(conn, self.owner, now_ms(), self.lease_ms, _BATCH)
 
-    async def _deliver(self, client: aiohttp.ClientSession, due: Due) -> None:
+    async def _deliver(self, sender: Courier, due: Due) -> None:
         url = with_query(due.url, signed(due.fields, due.control_key))
-        attempt = await self._attempt(client, due, url)
+        attempt = await sender.attempt(due.url, url, due.live)
         attempts = due.attempts + 1
         retry_at = None
         if attempts < self.config.max_attempts:
@@ -118,23 +116,59 @@ class CallbackDispatcher(Consumer):
             },
         )
 
-    async def _attempt(self, client: aiohttp.ClientSession, due: Due, url: str) -> Attempt:
+
+@dataclass(frozen=True, slots=True)
+class Courier:
+    """Sends callbacks, one attempt at a time: ``live`` carries live endpoints' callbacks, ``sandbox``
+    the others (which may go anywhere: tests deliver to loopback)."""
+
+    sandbox: aiohttp.ClientSession
+    live: aiohttp.ClientSession
+
+    async def attempt(self, target: str, url: str, live: bool) -> Attempt:
+        """One attempt at ``url``: the receiver's ``target`` with the signed fields added."""
         at_ms = now_ms()
         started = time.perf_counter()
         status, error = None, None
-        problem = await targets.refusal(due.url) if due.live else None
+        problem = await targets.refusal(target) if live else None
         if problem:
             error = f"refused: the address {problem}"
         else:
             try:
-                status = await _get(client, url)
+                status = await _get(self.live if live else self.sandbox, url)
             except TimeoutError:
                 error = "timeout"
-            except aiohttp.ClientConnectorError:
-                error = "ConnectError"  # not reached: refused, unreachable or unknown host
+            except aiohttp.ClientConnectorError as failure:
+                error = _connect_error(failure)
             except aiohttp.ClientError as failure:
                 error = type(failure).__name__
         return Attempt(url, at_ms, int((time.perf_counter() - started) * 1000), status, error)
+
+
+def _connect_error(failure: aiohttp.ClientConnectorError) -> str:
+    if isinstance(failure.os_error, targets.NotPublic):
+        return f"refused: the address {failure.os_error}"
+    return "ConnectError"  # not reached: refused, unreachable or unknown host
+
+
+@asynccontextmanager
+async def courier(timeout_seconds: float) -> AsyncIterator[Courier]:
+    """Two sessions, not one with a per-request switch: a kept-alive connection or a cached lookup of
+    the sandbox's, which may point anywhere, must never serve a live callback."""
+    sandbox = _session(timeout_seconds, None)
+    live = _session(timeout_seconds, targets.PublicResolver())
+    async with sandbox, live:
+        yield Courier(sandbox, live)
+
+
+def _session(timeout_seconds: float, resolver: AbstractResolver | None) -> aiohttp.ClientSession:
+    # No cookie jar: one session serves every merchant, and receivers of different merchants may share
+    # a host; a cookie one of them set must not travel with another's callbacks.
+    return aiohttp.ClientSession(
+        timeout=aiohttp.ClientTimeout(total=timeout_seconds),
+        connector=aiohttp.TCPConnector(limit=_CONNECTIONS, resolver=resolver),
+        cookie_jar=aiohttp.DummyCookieJar(),
+    )
 
 
 async def _get(client: aiohttp.ClientSession, url: str) -> int:

@@ -1,7 +1,9 @@
 """Where the gateway may send callbacks in live mode: public addresses on web ports only (SSRF guard).
 
 Checked when a request names a callback URL and again before each delivery, since a name may resolve
-elsewhere later.
+elsewhere later. A name may even answer differently between the check and the connection (DNS
+rebinding), so a live callback connects only to addresses ``PublicResolver`` let through: the check gives
+the reason early, the resolver makes sure.
 """
 
 from __future__ import annotations
@@ -11,7 +13,34 @@ import ipaddress
 import socket
 from urllib.parse import urlsplit
 
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import ThreadedResolver
+
 ALLOWED_PORTS = frozenset({80, 443, 8080, 8443})
+NOT_PUBLIC = "points to a private, loopback, link-local or reserved address"
+
+
+class NotPublic(OSError):
+    """A name resolved to an address live callbacks may not reach."""
+
+
+class PublicResolver(AbstractResolver):
+    """The system's resolver (``getaddrinfo``, as ``refusal`` uses), answering only names whose every
+    address is public: aiohttp connects to what this answers, and to nothing else."""
+
+    def __init__(self) -> None:
+        self._system = ThreadedResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        answers = await self._system.resolve(host, port, family)
+        if not all(_public(answer["host"]) for answer in answers):
+            raise NotPublic(NOT_PUBLIC)
+        return answers
+
+    async def close(self) -> None:
+        await self._system.close()
 
 
 async def refusal(url: str) -> str | None:
@@ -30,7 +59,7 @@ async def refusal(url: str) -> str | None:
         return "does not resolve"
     for info in infos:
         if not _public(str(info[4][0])):
-            return "points to a private, loopback, link-local or reserved address"
+            return NOT_PUBLIC
     return None
 
 

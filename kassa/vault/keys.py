@@ -41,6 +41,7 @@ class Vault:
         self._fingerprint_key = _derive(master_key, b"fingerprint")
 
     def encrypt(self, plaintext: str, context: str) -> bytes:
+        # Never repeated, across forks too; why not os.urandom for each: randomness.py.
         nonce = randomness.token_bytes(_NONCE_BYTES)
         return _VERSION + nonce + self._aead.encrypt(nonce, plaintext.encode(), context.encode())
 
