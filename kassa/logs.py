@@ -148,6 +148,8 @@ def configure(level: str = "INFO", stream: TextIO | None = None) -> None:
         logger.handlers[:] = []
         logger.propagate = True
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
+    # Alembic 1.17 announces each of its autogenerate plugins at start-up: seven lines an operator has no use for.
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
     try:
         handler.flush()
         _sink = _Sink(handler, handler.stream.fileno())
