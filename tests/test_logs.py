@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sqlite3
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
