@@ -596,6 +596,26 @@ writer takes it, and the caller waits for it back: the mean was 45-113 µs a pai
 percentile 1.8-2.3 ms, against 14-42 µs and 19-20 µs from the pool (whose mean holds the writer's
 forced switches, which no source of bytes avoids). Decision: the pool stays for the nonces.
 
+## The core reshape (2026-11-23, issue 15)
+
+Issue 15 moved every state change into `kassa/core/`, the meaning of each transaction type into one table
+(`domain/transactions.py`) and the request's answer type into the operation's row. Measured in one
+session with the in-process bench on both trees (`git worktree add /tmp/before d313ae7`; six alternating
+rounds of 6,000 calls each, both at `KASSA_LOG_LEVEL=WARNING` as the earlier bench ran, before the log
+line's change above):
+
+| call | before (d313ae7) best / median | after best / median | interpreter calls, before → after |
+|---|---|---|---|
+| sale | 203 / 269 µs | 244 / 287 µs | 3,305,797 → 3,320,674 (+0.45%, 2.5 a sale) |
+| status | 76 / 101 µs | 76 / 107 µs | 1,584,584 → 1,590,584 (+0.38%, 1 a call) |
+
+The wall times move by ±20% from one round to the next on this VM (another agent's work shared its two
+cores), more than any difference between the trees; the cProfile counts of function calls, which do not
+depend on the machine's speed, show what changed: two or three calls a sale (a row of the type table, a
+trigger looked up as an enum) and one a status call (the answer's type from the row). The per-function
+times of the two profiles differ uniformly (`luhn_valid`, unchanged code, 43 against 62 ms), the
+signature of a slower machine rather than of slower code.
+
 ## How to reproduce
 
 ```
