@@ -50,15 +50,7 @@ def mask_pans(text: str) -> str:
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {
-            "ts": _timestamp(record.created),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "msg": record.getMessage(),
-        }
-        serial = serial_var.get()
-        if serial:
-            entry["serial"] = serial
+        entry = _entry(record.created, record.levelname.lower(), record.name, record.getMessage(), serial_var.get())
         for key, value in record.__dict__.items():
             if key not in _STANDARD_ATTRS and not key.startswith("_"):
                 entry[key] = value
@@ -78,16 +70,8 @@ def log_request(serial: str, operation: str, http_status: int, started: float) -
     if sink is None:  # logging set up by someone else, or a stream without a file: through logging
         _requests.info("request", extra={"operation": operation, "http_status": http_status, "ms": ms})
         return
-    entry = {
-        "ts": _timestamp(time.time()),
-        "level": "info",
-        "logger": "kassa.api",
-        "msg": "request",
-        "serial": serial,
-        "operation": operation,
-        "http_status": http_status,
-        "ms": ms,
-    }
+    entry = _entry(time.time(), "info", "kassa.api", "request", serial)
+    entry.update(operation=operation, http_status=http_status, ms=ms)
     sink.write(orjson.dumps(entry, option=orjson.OPT_APPEND_NEWLINE))
 
 
@@ -120,6 +104,14 @@ class _Sink:
             pass  # as logging does with a line it cannot write: the requests go on
         finally:
             self._handler.release()
+
+
+def _entry(created: float, level: str, logger: str, message: str, serial: str | None) -> dict[str, Any]:
+    """The fields every line starts with, in the order a reader expects them."""
+    entry: dict[str, Any] = {"ts": _timestamp(created), "level": level, "logger": logger, "msg": message}
+    if serial:
+        entry["serial"] = serial
+    return entry
 
 
 _second: tuple[int, str] = (-1, "")  # one object, replaced whole: threads read a consistent pair

@@ -7,7 +7,7 @@ import gc
 import time
 from dataclasses import dataclass, field
 
-from kassa.domain.merchants import Endpoint, Mode
+from kassa.domain.merchants import Endpoint
 from kassa.engine.callbacks import CallbackConfig, CallbackDispatcher
 from kassa.engine.scheduler import Scheduler
 from kassa.engine.worker import Worker, WorkerConfig
@@ -39,7 +39,7 @@ class EndpointDirectory:
             endpoint = await self._db.read_point(lambda conn: merchant_store.load_endpoint(conn, endpoint_id))
         except merchant_store.NotFound:
             return None
-        if not self._live and any(e.mode is Mode.LIVE for e in (endpoint, *endpoint.members)):
+        if not self._live and endpoint.touches_live:
             return None
         self._cache[endpoint_id] = (now + self._ttl, endpoint)
         return endpoint

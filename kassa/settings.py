@@ -8,8 +8,6 @@ use, naming the variable; the README's settings table is checked against these d
 
 from __future__ import annotations
 
-import base64
-import binascii
 import math
 import os
 import re
@@ -18,6 +16,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit
+
+from kassa.vault.keys import master_key
 
 T = TypeVar("T")
 Parser = Callable[[str], T]
@@ -30,35 +30,30 @@ class SettingError(ValueError):
 # --- parsers: each returns the value or raises ValueError saying what the value must be ---------------------
 
 
-def integer(low: int, high: int | None = None) -> Parser[int]:
-    rule = f"must be a whole number {f'from {low} to {high}' if high is not None else f'of at least {low}'}"
+def _ranged(convert: Callable[[str], T], rule: str, fits: Callable[[T], bool]) -> Parser[T]:
+    """``convert``'s value of the text, refused with ``rule`` when it cannot convert or does not fit."""
 
-    def parse(text: str) -> int:
+    def parse(text: str) -> T:
         try:
-            value = int(text)
+            value = convert(text)
         except ValueError:
             raise ValueError(rule) from None
-        if value < low or (high is not None and value > high):
+        if not fits(value):
             raise ValueError(rule)
         return value
 
     return parse
+
+
+def integer(low: int, high: int | None = None) -> Parser[int]:
+    rule = f"must be a whole number {f'from {low} to {high}' if high is not None else f'of at least {low}'}"
+    return _ranged(int, rule, lambda value: low <= value and (high is None or value <= high))
 
 
 def number(low: float, *, inclusive: bool) -> Parser[float]:
     """A finite decimal number above ``low`` (or from it, when ``inclusive``)."""
     rule = f"must be a number {'of at least' if inclusive else 'above'} {low:g}"
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise ValueError(rule) from None
-        if not math.isfinite(value) or value < low or (value == low and not inclusive):
-            raise ValueError(rule)
-        return value
-
-    return parse
+    return _ranged(float, rule, lambda value: math.isfinite(value) and (value >= low if inclusive else value > low))
 
 
 def choice(*options: str) -> Parser[str]:
@@ -144,12 +139,7 @@ def absolute_url(text: str) -> str:
 
 
 def base64_key(text: str) -> str:
-    try:
-        key = base64.b64decode(text, validate=True)
-    except binascii.Error:
-        key = b""
-    if len(key) != 32:
-        raise ValueError("must be the base64 of 32 bytes")
+    master_key(text)  # the vault's own rule, so the two cannot drift apart
     return text
 
 

@@ -18,7 +18,7 @@ from kassa.api.fields import validate
 from kassa.api.operations import Operation
 from kassa.api.rendering import Answer, render, wants_json
 from kassa.api.signatures import verify
-from kassa.domain.merchants import Endpoint, Mode
+from kassa.domain.merchants import Endpoint
 from kassa.engine import targets
 from kassa.logs import log_request, serial_var
 from kassa.runtime import Services
@@ -106,7 +106,7 @@ async def _answer(checked: OperationRequest, exchange: Exchange) -> Answer:
 
 async def _guard_callback_targets(endpoint: Endpoint, values: dict[str, object]) -> None:
     """Live endpoints call back public web addresses only (SSRF); sandbox ones anywhere (tests use localhost)."""
-    if not any(e.mode is Mode.LIVE for e in (endpoint, *endpoint.members)):
+    if not endpoint.touches_live:
         return
     for name in CALLBACK_FIELDS:
         url = values.get(name)

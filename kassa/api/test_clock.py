@@ -13,17 +13,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable
-from urllib.parse import parse_qs
 
-from sqlalchemy import Connection, select
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from kassa import clock
-from kassa.domain.merchants import Mode
 from kassa.runtime import Services
-from kassa.storage.tables import endpoints
+from kassa.storage.merchants import has_live_endpoint
+from kassa.web.forms import FormError, parse_form
 
 LIVE_REFUSED = "KASSA_TEST_CLOCK is on and the database has a live endpoint: a movable clock never serves live money"
 
@@ -33,7 +31,7 @@ def routes(services: Services) -> list[Route]:
     or start-up stops with ``LIVE_REFUSED``."""
     if not services.settings.test_clock:
         return []
-    if services.db.read_sync(_has_live_endpoint):
+    if services.db.read_sync(has_live_endpoint):
         raise SystemExit(LIVE_REFUSED)
     return [Route(f"{services.settings.prefix}/_test/clock", _mover(services), methods=["POST"])]
 
@@ -43,7 +41,7 @@ def _mover(services: Services) -> Callable[[Request], Awaitable[Response]]:
         seconds = _seconds(await request.body())
         if seconds is None:
             return JSONResponse({"error": "advance must be a number of seconds, 0 or more"}, status_code=400)
-        if await services.db.read(_has_live_endpoint):
+        if await services.db.read(has_live_endpoint):
             return JSONResponse({"error": LIVE_REFUSED}, status_code=409)
         now = clock.advance(round(seconds * 1000))
         await _run_due_work(services)
@@ -53,10 +51,10 @@ def _mover(services: Services) -> Callable[[Request], Awaitable[Response]]:
 
 
 def _seconds(body: bytes) -> float | None:
-    values = parse_qs(body.decode(errors="replace")).get("advance", [])
     try:
+        values = [value for name, value in parse_form(body) if name == "advance"]
         seconds = float(values[0]) if len(values) == 1 else math.nan
-    except ValueError:
+    except (FormError, ValueError):
         return None
     return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
@@ -67,7 +65,3 @@ async def _run_due_work(services: Services) -> None:
     if services.scheduler is not None:
         await services.scheduler.tick()
     services.wake_workers()
-
-
-def _has_live_endpoint(conn: Connection) -> bool:
-    return conn.execute(select(endpoints.c.id).where(endpoints.c.mode == Mode.LIVE.value).limit(1)).first() is not None

@@ -35,8 +35,7 @@ def begin(
     conn: Connection, transaction_id: int, path: ThreeDSPath, brand: str | None, now_ms: int, ttl_ms: int
 ) -> Stage:
     """Starts authentication on the issuer's ``path``; returns the transaction's new stage."""
-    tx = order_store.transaction(conn, transaction_id)
-    order = order_store.lock_order(conn, tx["order_id"])
+    order = order_store.lock_order_of(conn, transaction_id)
     ids = {"server_trans_id": str(uuid.uuid4()), "acs_trans_id": str(uuid.uuid4())}
     started = {"version": path.version, "path": path.value, **ids}
     if path is ThreeDSPath.REJECTED:

@@ -44,10 +44,10 @@ class Added:
 
 def locked_order(conn: Connection, ref: OrderRef) -> Record:
     """The order ``ref`` names, locked until the database transaction ends."""
-    order = order_store.order_for_merchant(conn, ref.endpoint_ids, ref.order_id)
+    order = order_store.lock_order_for_merchant(conn, ref.endpoint_ids, ref.order_id)
     if order is None or order["client_orderid"] != ref.client_orderid:
         raise NoSuchOrder("no such order for this endpoint and client_orderid")
-    return order_store.lock_order(conn, ref.order_id)
+    return order
 
 
 def follow_up(

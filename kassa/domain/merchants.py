@@ -48,6 +48,11 @@ class Endpoint:
         candidates = self.members if self.is_group else (self,)
         return next((e for e in candidates if e.currency == currency and e.enabled), None)
 
+    @property
+    def touches_live(self) -> bool:
+        """Live itself, or a group with a live member: its requests may move real money."""
+        return any(e.mode is Mode.LIVE for e in (self, *self.members))
+
     def amount_limit_problem(self, amount: int) -> str | None:
         if self.min_amount is not None and amount < self.min_amount:
             return "amount is below the endpoint's minimum"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable
+from typing import Any
 
 from sqlalchemy import Connection
 from starlette.requests import Request
@@ -58,7 +59,21 @@ class Pages:
         values, errors = _card_values(fields)
         if errors:
             return self._form(request, context, fields, errors, status=400)
-        checkout_token = await self.services.db.write(lambda conn: self._attach_card(conn, context, values))
+        order, tx, vault = context.order, context.transaction, self.services.vault
+        # Encrypted before the unit of work: the database's writer runs units, not cryptography.
+        card = opening.new_card(
+            vault,
+            order["merchant_id"],
+            values["credit_card_number"],
+            values["expire_month"],
+            values["expire_year"],
+            values["card_printed_name"],
+        )
+        cvv = vault.encrypt(values["cvv2"], cvv_context(tx["serial_number"]))
+        ttl_ms = int(self.services.settings.session_ttl_seconds * 1000)
+        checkout_token = await self.services.db.write(
+            lambda conn: opening.collect_card(conn, context.session, order, tx["id"], card, cvv, now_ms(), ttl_ms)
+        )
         if checkout_token is None:
             return message(*GONE, status=410)
         self.services.wake_workers()
@@ -94,20 +109,6 @@ class Pages:
             button="Verify card" if verify else f"Pay {amount} {order['currency']}",
         )
         return html(page, status)
-
-    def _attach_card(self, conn: Connection, context: BrowserContext, values: dict[str, object]) -> str | None:
-        order, tx, vault = context.order, context.transaction, self.services.vault
-        card = opening.new_card(
-            vault,
-            order["merchant_id"],
-            str(values["credit_card_number"]),
-            int(str(values["expire_month"])),
-            int(str(values["expire_year"])),
-            str(values["card_printed_name"]),
-        )
-        cvv = vault.encrypt(str(values["cvv2"]), cvv_context(tx["serial_number"]))
-        ttl_ms = int(self.services.settings.session_ttl_seconds * 1000)
-        return opening.collect_card(conn, context.session, order, tx["id"], card, cvv, now_ms(), ttl_ms)
 
     # The checkout page: one address that always shows the customer's next step.
 
@@ -213,9 +214,9 @@ def _to_acs(base: str, token: str, context: BrowserContext) -> Response:
     return html(render_page("autopost.html", action=acs_url, fields=fields))
 
 
-def _card_values(fields: dict[str, str]) -> tuple[dict[str, object], dict[str, str]]:
+def _card_values(fields: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
     """Checks the form again on the server (the browser's checks are a convenience, not a guarantee)."""
-    values: dict[str, object] = {}
+    values: dict[str, Any] = {}
     errors: dict[str, str] = {}
     try:
         values["credit_card_number"] = cards.normalize_pan(fields.get("cc-number", "").strip())

@@ -95,6 +95,10 @@ def create_group(conn: Connection, merchant_id: int, member_ids: Sequence[int], 
     return group_id
 
 
+def has_live_endpoint(conn: Connection) -> bool:
+    return conn.execute(select(endpoints.c.id).where(endpoints.c.mode == Mode.LIVE.value).limit(1)).first() is not None
+
+
 def load_endpoint(conn: Connection, endpoint_id: int) -> Endpoint:
     row = _endpoint_row(conn, endpoint_id)
     merchant = _merchant(conn.execute(select(merchants).where(merchants.c.id == row["merchant_id"])).mappings().one())

@@ -316,13 +316,7 @@ _TRANSACTIONS_OF = Prepared(
 # callback addresses or customer data (reading and splitting the 17 unused columns cost a status call 4 µs).
 _ORDER_REPORTED = ("id", "endpoint_id", "client_orderid", "tx_type", "amount", "currency", "email", "card_ref_id")
 _PARTS = (
-    (
-        "o_",
-        [
-            orders.c[n]
-            for n in ("id", "endpoint_id", "client_orderid", "tx_type", "amount", "currency", "email", "card_ref_id")
-        ],
-    ),
+    ("o_", [orders.c[n] for n in _ORDER_REPORTED]),
     ("t_", [c for c in transactions.c if c.name not in {"order_id", "created_at_ms"}]),
     ("c_", [c for c in cards.c if c.name not in {"merchant_id", "pan_ciphertext", "pan_fingerprint", "created_at_ms"}]),
 )
@@ -540,12 +534,10 @@ def order_state(conn: Connection, order: Record) -> OrderState:
     return _state(order, txs, multi_capture=multi_capture_of(conn, order))
 
 
-def order_for_merchant(conn: Connection, endpoint_ids: Sequence[int], order_id: int) -> Record | None:
-    return (
-        conn.execute(select(orders).where(orders.c.id == order_id, orders.c.endpoint_id.in_(endpoint_ids)))
-        .mappings()
-        .first()
-    )
+def lock_order_for_merchant(conn: Connection, endpoint_ids: Sequence[int], order_id: int) -> Record | None:
+    """The order, locked as ``lock_order`` does, when it was made on one of ``endpoint_ids``."""
+    query = select(orders).where(orders.c.id == order_id, orders.c.endpoint_id.in_(endpoint_ids)).with_for_update()
+    return conn.execute(query).mappings().first()
 
 
 def list_orders(conn: Connection, merchant_id: int | None, status: str | None, limit: int) -> list[Record]:

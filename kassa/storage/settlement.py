@@ -6,11 +6,11 @@ from typing import Any
 
 from sqlalchemy import Connection, Select, and_, bindparam, exists, select, update
 
-from kassa.domain.lifecycle import Stage
+from kassa.domain.lifecycle import FINAL_STAGES, Stage
 from kassa.domain.transactions import SETTLING, FollowUp, allowing
 from kassa.storage.tables import transactions
 
-_FAILED = (Stage.DECLINED.value, Stage.FILTERED.value, Stage.ERROR.value)
+_FAILED = tuple(stage.value for stage in FINAL_STAGES if stage is not Stage.APPROVED)
 
 
 def mark_settled(conn: Connection, order_id: int, now_ms: int) -> int:

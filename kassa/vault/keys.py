@@ -9,6 +9,7 @@ ciphertext copied into another row does not decrypt.
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import hmac
 import os
@@ -25,8 +26,19 @@ _VERSION = b"\x01"
 _NONCE_BYTES = 12
 
 
-class VaultError(Exception):
+class VaultError(ValueError):
     pass
+
+
+def master_key(text: str) -> bytes:
+    """The 32-byte master key from its base64 text (``KASSA_VAULT_KEY``, or the key file)."""
+    try:
+        key = base64.b64decode(text, validate=True)
+    except binascii.Error:
+        key = b""
+    if len(key) != 32:
+        raise VaultError("must be the base64 of 32 bytes")
+    return key
 
 
 def _derive(master: bytes, purpose: bytes) -> bytes:
@@ -58,10 +70,10 @@ class Vault:
 
 def load_vault(configured_key: str | None, key_file: Path) -> Vault:
     if configured_key:
-        return Vault(base64.b64decode(configured_key))
+        return Vault(master_key(configured_key))
     if not key_file.exists():
         _create_key_file(key_file)
-    return Vault(base64.b64decode(key_file.read_text().strip()))
+    return Vault(master_key(key_file.read_text().strip()))
 
 
 def _create_key_file(key_file: Path) -> None:
