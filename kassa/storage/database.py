@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -128,11 +128,24 @@ class SqliteDatabase(Database):
 
     def _write_loop(self) -> None:
         # One connection for the thread's life: checking one out of the pool and back (with its reset) for
-        # each batch cost 20-70 µs a commit, as much as the commit itself.
-        with self.writer_engine.connect() as conn:
-            self._write_batches(conn)
+        # each batch cost 20-70 µs a commit, as much as the commit itself. It is opened with the first
+        # batch, and again after a batch it could not be opened for (another process held the file past
+        # the busy timeout): that batch is refused, and the thread, with every later write, goes on.
+        conn: Connection | None = None
+        try:
+            for batch in self._batches():
+                try:
+                    conn = conn or self.writer_engine.connect()
+                except Exception as failure:
+                    self._settle(batch, [(False, failure)] * len(batch))
+                    continue
+                self._commit_batch(conn, batch)
+        finally:
+            if conn is not None:
+                conn.close()
 
-    def _write_batches(self, conn: Connection) -> None:
+    def _batches(self) -> Iterator[list[_Pending]]:
+        """The queued units, up to ``_MAX_BATCH`` at a time, until ``close``."""
         while True:
             first = self._queue.get()
             if first is None:
@@ -147,7 +160,7 @@ class SqliteDatabase(Database):
                     self._queue.put(None)
                     break
                 batch.append(item)
-            self._commit_batch(conn, batch)
+            yield batch
 
     def _commit_batch(self, conn: Connection, batch: list[_Pending]) -> None:
         """Commits the batch in one transaction. Units rarely fail, so they first run without savepoints
@@ -158,6 +171,9 @@ class SqliteDatabase(Database):
                 outcomes = [(True, pending.unit(conn)) for pending in batch]
         except Exception:
             outcomes = self._commit_isolated(conn, batch)
+        self._settle(batch, outcomes)
+
+    def _settle(self, batch: list[_Pending], outcomes: list[tuple[bool, Any]]) -> None:
         # One wake-up per event loop, not one per unit: each costs the loop a system call.
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
         for pending, (ok, value) in zip(batch, outcomes, strict=True):
@@ -264,7 +280,7 @@ def _settle_all(settled: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
             future.set_exception(value)
 
 
-def _sqlite_engine(url: str, synchronous: str, *, writer: bool, pool_size: int) -> Engine:
+def _sqlite_engine(url: str, synchronous: str, busy_timeout_ms: int, *, writer: bool, pool_size: int) -> Engine:
     engine = create_engine(url, pool_size=pool_size, max_overflow=pool_size)
 
     @event.listens_for(engine, "connect")
@@ -273,9 +289,9 @@ def _sqlite_engine(url: str, synchronous: str, *, writer: bool, pool_size: int) 
         dbapi_conn.isolation_level = None
         cursor = dbapi_conn.cursor()
         for pragma in (
+            f"busy_timeout={busy_timeout_ms}",  # first: the others may wait for another process's lock too
             "journal_mode=WAL",
             f"synchronous={synchronous}",
-            "busy_timeout=10000",
             "foreign_keys=ON",
             "secure_delete=ON",
         ):
@@ -307,14 +323,19 @@ def ensure_sqlite_directory(url: str) -> None:
 
 
 def open_database(
-    url: str, *, sqlite_synchronous: str = "FULL", sqlite_reads_in_place: bool = True, threads: int = 4
+    url: str,
+    *,
+    sqlite_synchronous: str = "FULL",
+    sqlite_reads_in_place: bool = True,
+    sqlite_busy_timeout_ms: int = 10_000,
+    threads: int = 4,
 ) -> Database:
     """``threads`` run units besides the event loop: SQLite's readers (its writes have a thread of their
     own); on PostgreSQL every unit, each pool keeping up to one connection per thread."""
     if url.startswith("sqlite"):
         ensure_sqlite_directory(url)
-        reader = _sqlite_engine(url, sqlite_synchronous, writer=False, pool_size=threads)
-        writer = _sqlite_engine(url, sqlite_synchronous, writer=True, pool_size=1)
+        reader = _sqlite_engine(url, sqlite_synchronous, sqlite_busy_timeout_ms, writer=False, pool_size=threads)
+        writer = _sqlite_engine(url, sqlite_synchronous, sqlite_busy_timeout_ms, writer=True, pool_size=1)
         return SqliteDatabase(reader, threads, writer, reads_in_place=sqlite_reads_in_place)
     # A PostgreSQL unit holds its thread for every round trip it makes, so threads, not CPU, bounded the
     # end-to-end rate: 16 threads took it from 481 to 612 sales/s over 8. No overflow: a connection beyond

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 from pathlib import Path
 
 import pytest
 from sqlalchemy import Connection, select
+from sqlalchemy.exc import OperationalError
 
 from kassa.storage import merchants as merchant_store
 from kassa.storage.database import open_database
@@ -111,3 +113,28 @@ def test_sqlite_reads_on_the_loop_keep_a_page_cache_of_32_mib_and_other_connecti
     finally:
         db.close()
     assert (on_the_loop, in_the_pool) == (-32 * 1024, -2000)  # negative: KiB
+
+
+@pytest.mark.backends("sqlite")
+def test_a_writer_that_cannot_open_its_connection_refuses_the_batch_and_connects_for_the_next(
+    database_url: str,
+) -> None:
+    """Another process holding the file (a sibling of ``--processes`` starting up) made the writer thread die
+    with its connection, and every later write then waited for ever: the request hung."""
+    upgrade(database_url)
+    holder = sqlite3.connect(database_url.removeprefix("sqlite:///"), isolation_level=None)
+    holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")
+    db = open_database(database_url, sqlite_busy_timeout_ms=0)
+
+    async def write() -> object:
+        return await asyncio.wait_for(db.write(_create("after-the-lock")), 10)
+
+    try:
+        with pytest.raises(OperationalError):
+            asyncio.run(write())
+        holder.rollback()
+        holder.close()
+        assert asyncio.run(write()) is not None
+    finally:
+        db.close()
