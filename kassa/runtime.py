@@ -14,6 +14,7 @@ from kassa.engine.worker import Worker, WorkerConfig
 from kassa.sandbox.acquirer import SandboxProcessor
 from kassa.settings import Settings
 from kassa.storage import merchants as merchant_store
+from kassa.storage.callbacks import Limits
 from kassa.storage.database import Database, open_database
 from kassa.storage.jobs import Job, Lease
 from kassa.vault.keys import Vault, load_vault
@@ -114,6 +115,8 @@ def _callback_config(settings: Settings) -> CallbackConfig:
         max_attempts=settings.callback_max_attempts,
         poll_interval=settings.poll_interval,
         lease_seconds=settings.callback_timeout + 5,  # an attempt never outlives its timeout
+        concurrency=settings.callback_concurrency,
+        limits=Limits(settings.callback_per_host, settings.callback_per_merchant),
     )
 
 

@@ -317,6 +317,24 @@ class Settings:
     callback_max_attempts: int = setting(
         "KASSA_CALLBACK_MAX_ATTEMPTS", "30", integer(1), "attempts at a callback before it is marked failed"
     )
+    callback_concurrency: int = setting(
+        "KASSA_CALLBACK_CONCURRENCY",
+        "256",
+        integer(1),
+        "callbacks a process sends at once, at most (see `docs/callbacks.md`, delivery policy)",
+    )
+    callback_per_host: int = setting(
+        "KASSA_CALLBACK_PER_HOST",
+        "16",
+        integer(1),
+        "callbacks in flight at once to one host and port, across the deployment",
+    )
+    callback_per_merchant: int = setting(
+        "KASSA_CALLBACK_PER_MERCHANT",
+        "32",
+        integer(1),
+        "callbacks of one merchant in flight at once, across the deployment",
+    )
     session_ttl_seconds: float = setting(
         "KASSA_SESSION_TTL_SECONDS",
         "1800",

@@ -8,10 +8,9 @@ from dataclasses import dataclass
 import orjson
 from sqlalchemy import Connection
 
-from kassa.domain.callbacks import callback_fields
+from kassa.domain.callbacks import callback_fields, destination
 from kassa.storage import callbacks as callback_store
-from kassa.storage.callbacks import Due, Sender
-from kassa.storage.jobs import Lease
+from kassa.storage.callbacks import CallbackLease, Due, Sender
 from kassa.storage.prepared import Record
 
 
@@ -27,7 +26,7 @@ NOTHING_QUEUED = Queued(0, [])
 
 
 def queue_callbacks(
-    conn: Connection, order: Record, tx: Record, now_ms: int, lease: Lease | None, sender: Sender | None = None
+    conn: Connection, order: Record, tx: Record, now_ms: int, lease: CallbackLease | None, sender: Sender | None = None
 ) -> Queued:
     """Outbox rows for ``tx`` (as it now stands in the database), which reached a final status: to the
     ``server_callback_url`` for the order's own transaction, to the ``notify_url`` for every one. With a
@@ -48,5 +47,16 @@ def queue_callbacks(
         callback_id, leased = callback_store.add(conn, order, tx["id"], kind, url, stored, now_ms, lease)
         if leased:
             live = sender.mode == "live"
-            handed.append(Due(callback_id, order["id"], url, fields, 0, order["merchant_id"], live, sender.control_key))
+            due = Due(
+                callback_id,
+                order["id"],
+                url,
+                fields,
+                0,
+                order["merchant_id"],
+                live,
+                sender.control_key,
+                destination(url),
+            )
+            handed.append(due)
     return Queued(len(targets), handed)

@@ -14,13 +14,13 @@ from kassa.processors.interface import Outcome
 from kassa.storage import jobs as job_queue
 from kassa.storage import ledger as ledger_store
 from kassa.storage import orders as order_store
-from kassa.storage.callbacks import Sender
-from kassa.storage.jobs import Job, JobKind, Lease
+from kassa.storage.callbacks import CallbackLease, Sender
+from kassa.storage.jobs import Job, JobKind
 from kassa.storage.prepared import Record
 
 
 def record(
-    conn: Connection, transaction_id: int, outcome: Outcome, now_ms: int, callback_lease: Lease | None = None
+    conn: Connection, transaction_id: int, outcome: Outcome, now_ms: int, callback_lease: CallbackLease | None = None
 ) -> Queued:
     """Records ``outcome``; returns the callbacks it queued (with a ``callback_lease``, those that can go
     at once are written leased to its owner)."""
@@ -54,7 +54,7 @@ def record_for_job(
     now_ms: int,
     *,
     reconcile_after_ms: int,
-    callback_lease: Lease | None = None,
+    callback_lease: CallbackLease | None = None,
 ) -> tuple[bool, Queued]:
     """Records a worker's outcome while its lease on ``job`` holds (the job is deleted in the same
     transaction: one job's outcome is recorded once); an ``unknown`` is asked again after

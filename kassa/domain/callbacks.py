@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 from kassa.domain import money
 from kassa.domain.lifecycle import Stage, status_of
@@ -52,3 +53,15 @@ def retry_delay_ms(attempts: int, base_seconds: float, factor: float) -> int:
     """Delay after the ``attempts``-th failed attempt: growing geometrically. The defaults (15 s, 1.435)
     spread 30 attempts over about 14 days."""
     return int(base_seconds * factor ** (attempts - 1) * 1000)
+
+
+def destination(url: str) -> str:
+    """Where a callback goes, as the delivery limits count it: host and port (``shop.example:443``). An
+    address no request can be made to gets one key of its own, so its attempts, which fail at once, are
+    limited together."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
+    except ValueError:
+        return "unsendable"
+    return f"{parts.hostname or ''}:{port}"[:255]

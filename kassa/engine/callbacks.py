@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
-from collections.abc import AsyncIterator
+from collections import Counter
+from collections.abc import AsyncIterator, Hashable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
-from urllib.parse import quote_plus, urlsplit, urlunsplit
 
 import aiohttp
 import yarl
@@ -21,15 +20,14 @@ from sqlalchemy import Connection
 from kassa.clock import now_ms
 from kassa.domain.callbacks import retry_delay_ms, signed
 from kassa.engine import targets
+from kassa.engine.callback_urls import Unsendable, request_url, with_query
 from kassa.engine.polling import Consumer
 from kassa.storage import callbacks as store
-from kassa.storage.callbacks import Attempt, Due
+from kassa.storage.callbacks import Attempt, CallbackLease, Due, Limits
 from kassa.storage.database import Database
 
 log = logging.getLogger("kassa.callbacks")
 
-_BATCH = 16
-_CONNECTIONS = 100
 _BODY_READ = 4096
 
 
@@ -41,65 +39,73 @@ class CallbackConfig:
     max_attempts: int
     poll_interval: float
     lease_seconds: float
-
-
-_UNRESERVED = re.compile(r"[A-Za-z0-9_.~-]*")
-
-
-def _quoted(text: str) -> str:
-    """``quote_plus``, skipped for the many values it would leave as they are (ids, amounts, statuses):
-    a callback has some forty fields and ``urlencode`` cost more than sending it."""
-    return text if _UNRESERVED.fullmatch(text) else quote_plus(text)
-
-
-def with_query(url: str, fields: dict[str, str]) -> str:
-    """``url`` with ``fields`` added to its own query (encoded as ``urlencode`` would)."""
-    parts = urlsplit(url)
-    encoded = "&".join(f"{_quoted(name)}={_quoted(value)}" for name, value in fields.items())
-    query = "&".join(part for part in (parts.query, encoded) if part)
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
+    concurrency: int  # callbacks in flight in this process, at most
+    limits: Limits  # in flight per destination and per merchant, across processes
 
 
 class CallbackDispatcher(Consumer):
-    """Claims due callbacks from the outbox, and takes over those a worker of this process wrote leased to
-    it (``lease``, ``take``): a callback goes out as soon as its status change is committed."""
+    """Sends callbacks as room frees up: claims due ones (``store.claim``) and takes over those a worker of
+    this process wrote leased to it (``lease``, ``take``), so a callback goes out as soon as its status
+    change is committed. Each runs on its own; no more than ``concurrency`` at once, and no more per
+    destination or per merchant than ``limits`` allow: a receiver that never answers holds its own slots,
+    not other receivers' callbacks."""
 
     def __init__(self, db: Database, config: CallbackConfig) -> None:
-        super().__init__(db, config.poll_interval, "callbacks", config.lease_seconds)
+        super().__init__(db, config.poll_interval, "callbacks", config.lease_seconds, config.concurrency)
         self.config = config
         self._courier: Courier | None = None
         self._recheck = False  # a claim found nothing while handed callbacks were out: some may wait on them
+        self._flying: Counter[Hashable] = Counter()  # this process's callbacks in flight, by destination and merchant
 
     async def run(self, stop: asyncio.Event) -> None:
-        async with courier(self.config.timeout_seconds) as sender:
+        async with courier(self.config.timeout_seconds, self.config.concurrency) as sender:
             self._courier = sender
-            await self.consume(stop, self._claim, partial(self._deliver, sender))
+            await self.consume_as_room_frees(stop, self._claim, partial(self._deliver, sender, claimed=True))
+
+    def lease(self) -> CallbackLease | None:
+        given = super().lease()
+        return None if given is None else CallbackLease(given.owner, given.until_ms, self.config.limits)
 
     def take(self, handed: list[Due]) -> None:
         """Delivers callbacks written leased to this dispatcher (``lease``), now committed."""
         sender = self._courier
         if sender is not None:  # else never started: the leases run out and the rows are claimed
             for due in handed:
-                self._take(partial(self._deliver_handed, sender, due))
-
-    async def _deliver_handed(self, sender: Courier, due: Due) -> None:
-        try:
-            await self._deliver(sender, due)
-        finally:
-            if self._recheck:  # a later callback of the same order and URL may have waited on this one
-                self._recheck = False
-                self.wake()
+                self._take(partial(self._deliver, sender, due, claimed=False))
 
     def found_nothing(self) -> None:
         if self.in_hand:
             self._recheck = True
 
-    def _claim(self, conn: Connection) -> list[Due]:
-        return store.claim(conn, self.owner, now_ms(), self.lease_ms, _BATCH)
+    def _claim(self, conn: Connection, room: int) -> list[Due]:
+        return store.claim(conn, self.owner, now_ms(), self.lease_ms, room, self.config.limits)
 
-    async def _deliver(self, sender: Courier, due: Due) -> None:
-        url = with_query(due.url, signed(due.fields, due.control_key))
-        attempt = await sender.attempt(due.url, url, due.live)
+    async def _deliver(self, sender: Courier, due: Due, *, claimed: bool) -> None:
+        keys = (("destination", due.destination), ("merchant", due.merchant_id))
+        self._flying.update(keys)
+        try:
+            await self._attempt(sender, due)
+        finally:
+            limited = self._limited(due) or self.in_hand >= self.capacity
+            self._flying.subtract(keys)
+            for key in keys:
+                if self._flying[key] <= 0:
+                    del self._flying[key]
+            if claimed or limited or self._recheck:
+                # Room freed where a claim may have left callbacks behind, or a later callback of the same
+                # order and URL may have waited on this one: look now rather than at the next poll.
+                self._recheck = False
+                self.wake()
+
+    def _limited(self, due: Due) -> bool:
+        limits = self.config.limits
+        return (
+            self._flying["destination", due.destination] >= limits.per_destination
+            or self._flying["merchant", due.merchant_id] >= limits.per_merchant
+        )
+
+    async def _attempt(self, sender: Courier, due: Due) -> None:
+        attempt = await sender.attempt(due.url, signed(due.fields, due.control_key), due.live)
         attempts = due.attempts + 1
         retry_at = None
         if attempts < self.config.max_attempts:
@@ -125,24 +131,43 @@ class Courier:
     sandbox: aiohttp.ClientSession
     live: aiohttp.ClientSession
 
-    async def attempt(self, target: str, url: str, live: bool) -> Attempt:
-        """One attempt at ``url``: the receiver's ``target`` with the signed fields added."""
+    async def attempt(self, target: str, fields: dict[str, str], live: bool) -> Attempt:
+        """One attempt at the receiver's ``target`` with the signed ``fields`` added. Whatever goes wrong
+        is the attempt's outcome, recorded with a short reason: none leaves the callback pending."""
         at_ms = now_ms()
         started = time.perf_counter()
-        status, error = None, None
-        problem = await targets.refusal(target) if live else None
-        if problem:
-            error = f"refused: the address {problem}"
-        else:
-            try:
-                status = await _get(self.live if live else self.sandbox, url)
-            except TimeoutError:
-                error = "timeout"
-            except aiohttp.ClientConnectorError as failure:
-                error = _connect_error(failure)
-            except aiohttp.ClientError as failure:
-                error = type(failure).__name__
-        return Attempt(url, at_ms, int((time.perf_counter() - started) * 1000), status, error)
+        sent, status, error = target, None, None
+        try:
+            url = request_url(target, fields)
+            sent = str(url)
+            status = await self._send(url, live)
+        except Unsendable as unsendable:
+            sent, error = _as_recorded(target, fields), f"unsendable URL: {unsendable}"
+        except targets.NotPublic as refused:
+            error = f"refused: the address {refused}"
+        except TimeoutError:
+            error = "timeout"
+        except aiohttp.ClientConnectorError as failure:
+            error = _connect_error(failure)
+        except aiohttp.ClientError as failure:
+            error = type(failure).__name__
+        except Exception as failure:  # any failure is an attempt; its text may quote the URL: not logged
+            log.warning("callback attempt failed unexpectedly", extra={"error": type(failure).__name__})
+            error = f"failed: {type(failure).__name__}"
+        return Attempt(sent, at_ms, int((time.perf_counter() - started) * 1000), status, error)
+
+    async def _send(self, url: yarl.URL, live: bool) -> int:
+        if live and (problem := await targets.refusal_of(url.raw_host or "", url.port)):
+            raise targets.NotPublic(problem)
+        return await _get(self.live if live else self.sandbox, url)
+
+
+def _as_recorded(target: str, fields: dict[str, str]) -> str:
+    """An unsendable attempt's URL as the log shows it: with the fields when they can be added at all."""
+    try:
+        return with_query(target, fields)
+    except ValueError:
+        return target
 
 
 def _connect_error(failure: aiohttp.ClientConnectorError) -> str:
@@ -152,28 +177,29 @@ def _connect_error(failure: aiohttp.ClientConnectorError) -> str:
 
 
 @asynccontextmanager
-async def courier(timeout_seconds: float) -> AsyncIterator[Courier]:
+async def courier(timeout_seconds: float, connections: int) -> AsyncIterator[Courier]:
     """Two sessions, not one with a per-request switch: a kept-alive connection or a cached lookup of
-    the sandbox's, which may point anywhere, must never serve a live callback."""
-    sandbox = _session(timeout_seconds, None)
-    live = _session(timeout_seconds, targets.PublicResolver())
+    the sandbox's, which may point anywhere, must never serve a live callback. Each may open as many
+    connections as the dispatcher sends callbacks at once: none waits for a connection inside its timeout."""
+    sandbox = _session(timeout_seconds, connections, None)
+    live = _session(timeout_seconds, connections, targets.PublicResolver())
     async with sandbox, live:
         yield Courier(sandbox, live)
 
 
-def _session(timeout_seconds: float, resolver: AbstractResolver | None) -> aiohttp.ClientSession:
+def _session(timeout_seconds: float, connections: int, resolver: AbstractResolver | None) -> aiohttp.ClientSession:
     # No cookie jar: one session serves every merchant, and receivers of different merchants may share
     # a host; a cookie one of them set must not travel with another's callbacks.
     return aiohttp.ClientSession(
         timeout=aiohttp.ClientTimeout(total=timeout_seconds),
-        connector=aiohttp.TCPConnector(limit=_CONNECTIONS, resolver=resolver),
+        connector=aiohttp.TCPConnector(limit=connections, resolver=resolver),
         cookie_jar=aiohttp.DummyCookieJar(),
     )
 
 
-async def _get(client: aiohttp.ClientSession, url: str) -> int:
-    """The receiver's status. The URL goes out exactly as signed (``encoded``: not re-quoted), redirects
-    are not followed, and at most a little of the body is read: only the status counts."""
-    async with client.get(yarl.URL(url, encoded=True), allow_redirects=False) as response:
+async def _get(client: aiohttp.ClientSession, url: yarl.URL) -> int:
+    """The receiver's status. The URL goes out exactly as built (``request_url``), redirects are not
+    followed, and at most a little of the body is read: only the status counts."""
+    async with client.get(url, allow_redirects=False) as response:
         await response.content.read(_BODY_READ)
         return response.status

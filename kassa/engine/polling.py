@@ -1,4 +1,5 @@
-"""The loop every queue consumer runs: claim a batch, handle it, or sleep until woken or the next poll.
+"""The loops queue consumers run: claim a batch, handle it, or sleep until woken or the next poll
+(``consume``); or claim as room frees up, each item handled on its own (``consume_as_room_frees``).
 
 Work this process writes for a consumer of its own can skip the claim: it is written already leased to
 the consumer (``lease``) and handed to it in memory once committed (``take``). Leases keep that safe: if
@@ -11,6 +12,7 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import TypeVar
 
 from sqlalchemy import Connection
@@ -29,8 +31,11 @@ class Consumer:
     """Claims work with ``claim`` (a unit of work) and handles each claimed item concurrently; takes work
     handed over by this process while it runs."""
 
-    def __init__(self, db: Database, poll_interval: float, kind: str, lease_seconds: float) -> None:
+    def __init__(
+        self, db: Database, poll_interval: float, kind: str, lease_seconds: float, capacity: int = _IN_HAND_MAX
+    ) -> None:
         self.db = db
+        self.capacity = capacity
         self.poll_interval = poll_interval
         self.owner = f"{kind}-{uuid.uuid4().hex[:12]}"
         self.lease_ms = int(lease_seconds * 1000)
@@ -45,7 +50,7 @@ class Consumer:
     def lease(self) -> Lease | None:
         """A lease for work about to be written for this consumer, or None when it should wait for a claim
         (the consumer is not running, or has enough in hand)."""
-        if not self._running or len(self._in_hand) >= _IN_HAND_MAX:
+        if not self._running or len(self._in_hand) >= self.capacity:
             return None
         return Lease(self.owner, now_ms() + self.lease_ms)
 
@@ -83,6 +88,40 @@ class Consumer:
             self._running = False
             await asyncio.gather(*self._in_hand, return_exceptions=True)
 
+    async def consume_as_room_frees(
+        self,
+        stop: asyncio.Event,
+        claim: Callable[[Connection, int], Sequence[T]],
+        handle: Callable[[T], Awaitable[None]],
+    ) -> None:
+        """Claims with ``claim(conn, room)`` no more than there is room for in hand (``capacity``), and
+        handles each claimed item on its own, as handed-over work: one slow item holds up nothing but its
+        slot. Claims again when woken (``wake``: new work, or room freed where it was short) or at the
+        next poll."""
+        self._running = True
+        try:
+            while not stop.is_set():
+                room = self.capacity - len(self._in_hand)
+                self.wakeup.clear()  # before the claim: a wake while it runs asks for another
+                if room > 0:
+                    claimed = await self._claimed(partial(_room_claim, claim, room))
+                    for item in claimed:
+                        self._take(partial(handle, item))
+                    if not claimed:
+                        self.found_nothing()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.wakeup.wait(), self.poll_interval)
+        finally:
+            self._running = False
+            await asyncio.gather(*self._in_hand, return_exceptions=True)
+
+    async def _claimed(self, claim: Callable[[Connection], Sequence[T]]) -> Sequence[T]:
+        try:
+            return await self.db.write(claim)
+        except Exception:
+            log.exception("claiming work failed")
+            return []
+
     async def _consume(
         self,
         stop: asyncio.Event,
@@ -105,3 +144,7 @@ class Consumer:
             self.wakeup.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.wakeup.wait(), self.poll_interval)
+
+
+def _room_claim(claim: Callable[[Connection, int], Sequence[T]], room: int, conn: Connection) -> Sequence[T]:
+    return claim(conn, room)

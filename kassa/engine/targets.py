@@ -47,15 +47,19 @@ async def refusal(url: str) -> str | None:
     """Why ``url`` may not receive callbacks in live mode, or None when it may."""
     parts = urlsplit(url)
     try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
+        port = parts.port
     except ValueError:
         return "has an invalid port"
+    return await refusal_of(parts.hostname or "", port or (443 if parts.scheme == "https" else 80))
+
+
+async def refusal_of(host: str, port: int | None) -> str | None:
+    """Why ``host`` and ``port`` may not receive callbacks in live mode, or None when they may."""
     if port not in ALLOWED_PORTS:
         return "must use port 80, 443, 8080 or 8443"
-    host = parts.hostname or ""
     try:
         infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except OSError:
+    except (OSError, UnicodeError):
         return "does not resolve"
     for info in infos:
         if not _public(str(info[4][0])):

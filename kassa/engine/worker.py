@@ -26,8 +26,9 @@ from kassa.engine.polling import Consumer
 from kassa.processors.interface import Card, Outcome, Processor, TransactionRequest
 from kassa.storage import jobs as job_queue
 from kassa.storage import orders as order_store
+from kassa.storage.callbacks import CallbackLease
 from kassa.storage.database import Database
-from kassa.storage.jobs import Job, JobKind, Lease
+from kassa.storage.jobs import Job, JobKind
 from kassa.storage.orders import AuthorizationWork
 from kassa.vault.keys import Vault, cvv_context, pan_context
 
@@ -165,7 +166,9 @@ class Worker(Consumer):
             return timer(conn, job.transaction_id, now_ms())
         return 0
 
-    def _recorded(self, conn: Connection, job: Job, outcome: Outcome, lease: Lease | None) -> tuple[bool, Queued]:
+    def _recorded(
+        self, conn: Connection, job: Job, outcome: Outcome, lease: CallbackLease | None
+    ) -> tuple[bool, Queued]:
         reconcile_after_ms = int(self.config.reconcile_delay_seconds * 1000)
         return outcomes.record_for_job(
             conn, job, self.owner, outcome, now_ms(), reconcile_after_ms=reconcile_after_ms, callback_lease=lease

@@ -2,7 +2,9 @@
 
 Rows are written in the same transaction as the status change they report. Delivery claims due rows
 with a lease (``FOR UPDATE SKIP LOCKED`` on PostgreSQL), and only the oldest undelivered callback of
-an order for a given URL: each receiver sees one order's events in transaction order.
+an order for a given URL: each receiver sees one order's events in transaction order. A lease is given
+(by a claim, or as a row is written) only to a callback that can start at once: within the limits of
+callbacks in flight per destination and per merchant (``Limits``), counted from the leases there are.
 """
 
 from __future__ import annotations
@@ -12,25 +14,43 @@ from typing import Any
 
 import orjson
 from sqlalchemy import (
-    Case,
-    Column,
     ColumnElement,
     Connection,
     Exists,
+    ScalarSelect,
     bindparam,
     case,
     exists,
+    func,
     insert,
+    literal,
     null,
+    or_,
     select,
     update,
 )
 
-from kassa.storage.jobs import Lease, lease_columns
+from kassa.domain.callbacks import destination
+from kassa.storage.jobs import Lease
 from kassa.storage.prepared import Prepared, Record
 from kassa.storage.tables import callback_attempts, callbacks, cards, endpoints, merchants, orders
 
 PENDING, DELIVERED, FAILED = "pending", "delivered", "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Callbacks in flight (leased) at once, at most, to one destination and of one merchant."""
+
+    per_destination: int
+    per_merchant: int
+
+
+@dataclass(frozen=True, slots=True)
+class CallbackLease(Lease):
+    """A lease for callbacks about to be written, given to those that can start at once within ``limits``."""
+
+    limits: Limits
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +63,7 @@ class Due:
     merchant_id: int
     live: bool
     control_key: str
+    destination: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,12 +88,25 @@ def sender_of(conn: Connection, order: Record) -> Sender:
 
 
 def add(
-    conn: Connection, order: Record, tx_id: int, kind: str, url: str, fields: str, now_ms: int, lease: Lease | None
+    conn: Connection,
+    order: Record,
+    tx_id: int,
+    kind: str,
+    url: str,
+    fields: str,
+    now_ms: int,
+    lease: CallbackLease | None,
 ) -> tuple[int, bool]:
     """An outbox row (``fields``: the callback's fields as JSON). With a ``lease`` it is written leased,
-    unless it waits for an earlier callback (``_pending_earlier``); returns its id and whether it was."""
+    unless it has to wait (``_held_back``); returns its id and whether it was."""
     row = {"order_id": order["id"], "tx_id": tx_id, "kind": kind, "url": url, "fields": fields}
-    written = _INSERT.one(conn, {**row, "now_ms": now_ms, **lease_columns(lease)})
+    target = {"destination": destination(url), "merchant_id": order["merchant_id"], "now_ms": now_ms}
+    if lease is None:
+        written = _INSERT_FREE.one(conn, {**row, **target})
+        return written["id"], False
+    limits = {"per_destination": lease.limits.per_destination, "per_merchant": lease.limits.per_merchant}
+    leased = {"owner": lease.owner, "until_ms": lease.until_ms, **limits}
+    written = _INSERT_LEASED.one(conn, {**row, **target, **leased})
     return written["id"], written["lease_owner"] is not None
 
 
@@ -89,10 +123,52 @@ def _pending_earlier(
     return exists().where(*conditions)
 
 
-def _unless_waiting(lease: Column[Any]) -> Case[Any]:
-    """A lease column of a callback being written: the value given, or none when the callback has to wait."""
-    waits = _pending_earlier(bindparam("order_id"), bindparam("url"))
-    return case((waits, null()), else_=bindparam(lease.name, type_=lease.type))
+def _in_flight(column: str, value: ColumnElement[Any]) -> ScalarSelect[Any]:
+    """Callbacks leased now whose ``column`` is ``value``: in flight, or about to be, in any process. Along
+    the index that ``column`` leads with the lease, so it reads only the rows in flight."""
+    busy = callbacks.alias(f"busy_{column}")
+    count = select(func.count()).where(busy.c[column] == value, busy.c.lease_until_ms >= bindparam("now_ms"))
+    return count.scalar_subquery()
+
+
+def _held_back() -> ColumnElement[bool]:
+    """Whether a callback being written has to wait rather than go out with the status change: an earlier
+    one of its order to its URL is pending, or its destination or merchant has its limit in flight. The
+    claim takes it later, when a slot is free."""
+    return or_(
+        _pending_earlier(bindparam("order_id"), bindparam("url")),
+        _in_flight("destination", bindparam("destination")) >= bindparam("per_destination"),
+        _in_flight("merchant_id", bindparam("merchant_id")) >= bindparam("per_merchant"),
+    )
+
+
+def _insert(*, leased: bool) -> Prepared:
+    """A pending callback due now; ``leased``: to ``owner`` until ``until_ms`` unless it is held back. An
+    INSERT ... SELECT from the one evaluation of ``_held_back`` that both lease columns read."""
+    lease: dict[str, ColumnElement[Any]] = {"lease_owner": null(), "lease_until_ms": null()}
+    decision = select(_held_back().label("held")).subquery("decision")
+    if leased:
+        for name in lease:
+            given = bindparam("owner" if name == "lease_owner" else "until_ms", type_=callbacks.c[name].type)
+            lease[name] = case((decision.c.held, null()), else_=given)
+    values: dict[str, ColumnElement[Any]] = {
+        "order_id": bindparam("order_id"),
+        "transaction_id": bindparam("tx_id"),
+        "kind": bindparam("kind"),
+        "url": bindparam("url"),
+        "fields": bindparam("fields"),
+        "state": literal(PENDING),
+        "attempts": literal(0),
+        "next_attempt_at_ms": bindparam("now_ms"),
+        "created_at_ms": bindparam("now_ms"),
+        "destination": bindparam("destination"),
+        "merchant_id": bindparam("merchant_id"),
+        **lease,
+    }
+    row = select(*(value.label(name) for name, value in values.items()))
+    if leased:
+        row = row.select_from(decision)
+    return Prepared(insert(callbacks).from_select(list(values), row).returning(callbacks.c.id, callbacks.c.lease_owner))
 
 
 _CARD = Prepared(select(cards).where(cards.c.id == bindparam("card_id")))
@@ -101,44 +177,62 @@ _ENDPOINT_SIGNER = Prepared(
     .join(merchants, merchants.c.id == endpoints.c.merchant_id)
     .where(endpoints.c.id == bindparam("endpoint_id"))
 )
-_INSERT = Prepared(
-    insert(callbacks)
-    .values(
-        order_id=bindparam("order_id"),
-        transaction_id=bindparam("tx_id"),
-        kind=bindparam("kind"),
-        url=bindparam("url"),
-        fields=bindparam("fields"),
-        state=PENDING,
-        attempts=0,
-        next_attempt_at_ms=bindparam("now_ms"),
-        lease_owner=_unless_waiting(callbacks.c.lease_owner),
-        lease_until_ms=_unless_waiting(callbacks.c.lease_until_ms),
-        created_at_ms=bindparam("now_ms"),
-    )
-    .returning(callbacks.c.id, callbacks.c.lease_owner)
-)
+_INSERT_FREE = _insert(leased=False)
+_INSERT_LEASED = _insert(leased=True)
 
 
 def _claim_statement() -> Prepared:
-    """Leases the due callbacks, oldest first, skipping any that waits for an earlier one."""
+    """Leases up to ``room`` due callbacks that can start now: none that waits for an earlier one of its
+    order to its URL, and per destination and per merchant no more than their limits leave room for
+    beside those in flight. First attempts come before retries (a lane each), then the longest due.
+
+    The ranking reads every due row; window functions and row locks do not mix on PostgreSQL, so the rows
+    chosen are locked (``SKIP LOCKED``) in a query of their own, which checks them free again."""
+    c = callbacks.c
+    lane = case((c.attempts == 0, 0), else_=1)
     due = (
-        select(callbacks.c.id)
+        select(c.id, c.destination, c.merchant_id, lane.label("lane"), c.next_attempt_at_ms)
         .where(
-            callbacks.c.state == PENDING,
-            callbacks.c.next_attempt_at_ms <= bindparam("now_ms"),
-            callbacks.c.lease_until_ms.is_(None) | (callbacks.c.lease_until_ms < bindparam("now_ms")),
-            ~_pending_earlier(callbacks.c.order_id, callbacks.c.url, callbacks.c.id),
+            c.state == PENDING,
+            c.next_attempt_at_ms <= bindparam("now_ms"),
+            c.lease_until_ms.is_(None) | (c.lease_until_ms < bindparam("now_ms")),
+            ~_pending_earlier(c.order_id, c.url, c.id),
         )
-        .order_by(callbacks.c.next_attempt_at_ms, callbacks.c.id)
-        .limit(bindparam("limit"))
+        .subquery("due")
+    )
+    order = (due.c.lane, due.c.next_attempt_at_ms, due.c.id)
+    rank = func.row_number().over(partition_by=due.c.destination, order_by=order)
+    by_destination = select(due, rank.label("rank")).subquery("by_destination")
+    room: ColumnElement[Any] = bindparam("per_destination") - _in_flight("destination", by_destination.c.destination)
+    fits_destination = (
+        select(*(by_destination.c[column.key] for column in due.c))
+        .where(by_destination.c.rank <= bindparam("per_destination"), by_destination.c.rank <= room)
+        .subquery("fits_destination")
+    )
+    fit = fits_destination.c
+    rank = func.row_number().over(partition_by=fit.merchant_id, order_by=(fit.lane, fit.next_attempt_at_ms, fit.id))
+    by_merchant = select(fits_destination, rank.label("rank")).subquery("by_merchant")
+    room = bindparam("per_merchant") - _in_flight("merchant_id", by_merchant.c.merchant_id)
+    chosen = (
+        select(by_merchant.c.id)
+        .where(by_merchant.c.rank <= bindparam("per_merchant"), by_merchant.c.rank <= room)
+        .order_by(by_merchant.c.lane, by_merchant.c.next_attempt_at_ms, by_merchant.c.id)
+        .limit(bindparam("room"))
+    )
+    locked = (
+        select(c.id)
+        .where(
+            c.id.in_(chosen),
+            c.state == PENDING,
+            c.lease_until_ms.is_(None) | (c.lease_until_ms < bindparam("now_ms")),
+        )
         .with_for_update(skip_locked=True)
     )
     return Prepared(
         update(callbacks)
-        .where(callbacks.c.id.in_(due.scalar_subquery()))
+        .where(c.id.in_(locked.scalar_subquery()))
         .values(lease_owner=bindparam("owner"), lease_until_ms=bindparam("until_ms"))
-        .returning(callbacks.c.id, callbacks.c.order_id, callbacks.c.url, callbacks.c.fields, callbacks.c.attempts)
+        .returning(c.id, c.order_id, c.url, c.fields, c.attempts, c.destination)
     )
 
 
@@ -151,10 +245,21 @@ _SIGNER = Prepared(
 )
 
 
-def claim(conn: Connection, owner: str, now_ms: int, lease_ms: int, limit: int) -> list[Due]:
-    """Due callbacks, leased to ``owner``, each with the control key that signs it (read in the same
-    transaction, so a key changed by an operator applies to the next attempt)."""
-    leased = _CLAIM.all(conn, {"now_ms": now_ms, "limit": limit, "owner": owner, "until_ms": now_ms + lease_ms})
+def claim(conn: Connection, owner: str, now_ms: int, lease_ms: int, room: int, limits: Limits) -> list[Due]:
+    """Due callbacks that can start now, at most ``room``, leased to ``owner``; each with the control key
+    that signs it (read in the same transaction, so a key changed by an operator applies to the next
+    attempt)."""
+    leased = _CLAIM.all(
+        conn,
+        {
+            "now_ms": now_ms,
+            "room": room,
+            "owner": owner,
+            "until_ms": now_ms + lease_ms,
+            "per_destination": limits.per_destination,
+            "per_merchant": limits.per_merchant,
+        },
+    )
     claimed = []
     for row in sorted(leased, key=lambda r: r["id"]):
         signer = _SIGNER.one(conn, {"order_id": row["order_id"]})
@@ -170,6 +275,7 @@ def claim(conn: Connection, owner: str, now_ms: int, lease_ms: int, limit: int) 
                 signer["merchant_id"],
                 live,
                 signer["control_key"],
+                row["destination"],
             )
         )
     return claimed

@@ -15,6 +15,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 
 metadata = MetaData()
@@ -221,8 +222,14 @@ callbacks = Table(
     Column("lease_until_ms", BigInteger),
     Column("created_at_ms", BigInteger, nullable=False),
     Column("delivered_at_ms", BigInteger),
+    # What the delivery limits count in flight (leased) callbacks by: ``domain.callbacks.destination`` of
+    # the URL, and the order's merchant (set on every row since migration 0007).
+    Column("destination", String(255), nullable=False, server_default=text("''")),
+    Column("merchant_id", ForeignKey("merchants.id")),
     Index("ix_callbacks_due", "state", "next_attempt_at_ms"),
     Index("ix_callbacks_order", "order_id", "url", "id"),
+    Index("ix_callbacks_destination_lease", "destination", "lease_until_ms"),
+    Index("ix_callbacks_merchant_lease", "merchant_id", "lease_until_ms"),
     sqlite_autoincrement=True,
 )
 

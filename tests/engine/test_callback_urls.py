@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from urllib.parse import urlencode
 
-from kassa.engine.callbacks import with_query
+from kassa.engine.callback_urls import with_query
 
 
 def test_fields_are_appended_to_the_receivers_own_query() -> None:

@@ -107,3 +107,13 @@ def running(receiver: Receiver) -> Iterator[Receiver]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def silent_host() -> Iterator[str]:
+    """A callback URL on a host that takes connections and never answers: every attempt runs into the
+    callback timeout. The kernel completes the connections and holds the requests; nobody reads them."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1024)
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/slow"
