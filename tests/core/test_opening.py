@@ -16,10 +16,14 @@ from kassa.processors.interface import Outcome
 from kassa.storage import callbacks as callback_store
 from kassa.storage import jobs as job_queue
 from kassa.storage import orders as order_store
+from kassa.storage.callbacks import CallbackLease, Limits
 from kassa.storage.database import Database
 from kassa.storage.jobs import Lease
 from kassa.storage.tables import cards, jobs, orders, transactions, transient_secrets
 from tests.support.databases import shop_endpoint
+
+
+LIMITS = Limits(per_destination=16, per_merchant=32)
 
 
 def _endpoint(db: Database) -> tuple[int, int]:
@@ -110,7 +114,7 @@ def _started_transaction(db: Database, order_id: int) -> int:
     return db.read_sync(lambda conn: order_store.latest_transaction_id(conn, order_id))
 
 
-def _approve(db: Database, order_id: int, lease: Lease | None) -> Queued:
+def _approve(db: Database, order_id: int, lease: CallbackLease | None) -> Queued:
     tx_id = _started_transaction(db, order_id)
     outcome = Outcome(Stage.APPROVED, approval_code="123456")
     return db.write_sync(lambda conn: outcomes.record(conn, tx_id, outcome, 5, lease))
@@ -130,11 +134,11 @@ def test_an_approved_sale_hands_over_the_callbacks_that_wait_for_no_other(
     merchant_id, endpoint_id = _endpoint(db)
     new = _sale(merchant_id, endpoint_id, "o-1", "s-1", server_callback_url=urls[0], notify_url=urls[1])
     started = db.write_sync(lambda conn: open_order(conn, new))
-    queued = _approve(db, started.order_id, Lease("callbacks-a", until_ms=10_000))
+    queued = _approve(db, started.order_id, CallbackLease("callbacks-a", 10_000, LIMITS))
     assert queued.count == 2
     assert [due.url for due in queued.handed] == handed
     assert all(due.fields["status"] == "approved" and due.control_key == "key" for due in queued.handed)
-    assert len(db.write_sync(lambda conn: callback_store.claim(conn, "callbacks-b", 9_999, 1000, 10))) == claimable
+    assert len(db.write_sync(lambda conn: callback_store.claim(conn, "callbacks-b", 9_999, 1000, 10, LIMITS))) == claimable
 
 
 @pytest.mark.parametrize(("sale_callback_delivered", "handed"), [(False, 0), (True, 1)])
@@ -144,7 +148,7 @@ def test_a_later_transactions_callback_is_handed_over_only_once_the_earlier_one_
     merchant_id, endpoint_id = _endpoint(db)
     new = _sale(merchant_id, endpoint_id, "o-1", "s-1", notify_url="http://a.example/notify")
     started = db.write_sync(lambda conn: open_order(conn, new))
-    lease = Lease("callbacks-a", until_ms=10_000)
+    lease = CallbackLease("callbacks-a", 10_000, LIMITS)
     (sale_callback,) = _approve(db, started.order_id, lease).handed
     if sale_callback_delivered:
         attempt = callback_store.Attempt(sale_callback.url, 6, 1, 200, None)
@@ -166,4 +170,4 @@ def test_an_approved_sale_without_a_lease_leaves_its_callbacks_to_the_claim(db: 
     started = db.write_sync(lambda conn: open_order(conn, new))
     queued = _approve(db, started.order_id, None)
     assert (queued.count, queued.handed) == (1, [])
-    assert len(db.write_sync(lambda conn: callback_store.claim(conn, "callbacks-b", 9_999, 1000, 10))) == 1
+    assert len(db.write_sync(lambda conn: callback_store.claim(conn, "callbacks-b", 9_999, 1000, 10, LIMITS))) == 1

@@ -37,8 +37,8 @@ def _attempt(target: str, live: bool) -> tuple[Attempt, int]:
     dns = RebindingDns()
 
     async def attempt() -> Attempt:
-        async with courier(timeout_seconds=2) as sender:
-            return await sender.attempt(target, target + "?status=approved", live)
+        async with courier(timeout_seconds=2, connections=4) as sender:
+            return await sender.attempt(target, {"status": "approved"}, live)
 
     with asyncio.Runner(loop_factory=lambda: dns) as runner:
         return runner.run(attempt()), dns.lookups
