@@ -22,7 +22,6 @@ from kassa.storage.jobs import Lease
 from kassa.storage.tables import cards, jobs, orders, transactions, transient_secrets
 from tests.support.databases import shop_endpoint
 
-
 LIMITS = Limits(per_destination=16, per_merchant=32)
 
 
@@ -138,7 +137,9 @@ def test_an_approved_sale_hands_over_the_callbacks_that_wait_for_no_other(
     assert queued.count == 2
     assert [due.url for due in queued.handed] == handed
     assert all(due.fields["status"] == "approved" and due.control_key == "key" for due in queued.handed)
-    assert len(db.write_sync(lambda conn: callback_store.claim(conn, "callbacks-b", 9_999, 1000, 10, LIMITS))) == claimable
+    assert (
+        len(db.write_sync(lambda conn: callback_store.claim(conn, "callbacks-b", 9_999, 1000, 10, LIMITS))) == claimable
+    )
 
 
 @pytest.mark.parametrize(("sale_callback_delivered", "handed"), [(False, 0), (True, 1)])

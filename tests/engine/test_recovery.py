@@ -6,10 +6,13 @@ import time
 from collections.abc import Callable
 
 from tests.support.databases import run_sql
-from tests.support.gateway import Gateway, Merchant, new_merchant
+from tests.support.gateway import Gateway, Merchant, free_port, new_merchant
 from tests.support.operations import LEDGER_OK, ledger_check
+from tests.support.receiver import Receiver, running
 
 JOB_LEASE = 30  # KASSA_JOB_LEASE_SECONDS's default
+CALLBACK_PER_HOST = 16  # KASSA_CALLBACK_PER_HOST's default
+CALLBACK_LEASE = 10 + 5  # KASSA_CALLBACK_TIMEOUT's default, and the margin of the lease beyond it
 
 
 def captured_once(merchant: Merchant, amount: str) -> bool:
@@ -68,3 +71,35 @@ def test_job_left_for_a_transaction_already_final_is_dropped_without_touching_it
         assert time.monotonic() < deadline, "the job left behind was not dropped"
         time.sleep(0.05)
     assert merchant.status(orderid=order).json() | {"serial-number": ""} == before | {"serial-number": ""}
+
+
+def test_callbacks_in_flight_when_the_gateway_is_killed_are_all_delivered_after_restart(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    gateway = gateway_factory()
+    merchant = new_merchant(gateway, "crash-callbacks")
+    # The receiver holds every request it gets until after the kill: the first 16 (KASSA_CALLBACK_PER_HOST)
+    # are in flight when the gateway dies, the rest wait unleased for room. The dead process's leases hold
+    # that room until they end; then every callback goes out.
+    receiver = Receiver(free_port(), script=["timeout"] * 30, hang_seconds=60)
+    with running(receiver):
+        orders = [merchant.sale(f"cb-crash-{n}", server_callback_url=receiver.url).json() for n in range(30)]
+        _wait(lambda: len(receiver.script) == 30 - CALLBACK_PER_HOST, "callbacks in flight")
+        gateway.kill()
+        receiver.script.clear()  # from now on every request is answered at once
+
+        restarted = gateway_factory(KASSA_TEST_CLOCK="1")
+        merchant.gateway = restarted
+        restarted.advance(CALLBACK_LEASE)
+        received = receiver.wait_for(30)
+    assert sorted(r.query["orderid"] for r in received) == sorted(o["paynet-order-id"] for o in orders)
+    states = run_sql(restarted.database_url, "SELECT state, COUNT(*) FROM callbacks GROUP BY state")
+    assert states == [("delivered", 30)]  # none left pending, none failed
+    assert ledger_check(merchant) == LEDGER_OK
+
+
+def _wait(condition: Callable[[], bool], what: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"waited in vain for {what}"
+        time.sleep(0.05)

@@ -89,6 +89,10 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
 
 
 class _Server(ThreadingHTTPServer):
+    # The gateway sends many callbacks at once; with the default backlog of 5 the kernel drops the rest of
+    # the connections and the gateway's retransmissions arrive seconds later.
+    request_queue_size = 128
+
     def handle_error(self, request: socket.socket | tuple[bytes, socket.socket], client_address: Any) -> None:
         """A gateway killed or timed out mid-delivery (the crash test, the timeout tests) leaves the answer
         unsent: the broken connection is what is being tested, not a failure worth a traceback."""
