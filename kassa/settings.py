@@ -223,6 +223,7 @@ def _default_database(earlier: Mapping[str, Any]) -> str:
 
 _SECONDS = number(0, inclusive=False)
 
+
 def _twice(rate: str) -> Callable[[Mapping[str, Any]], str]:
     """A burst's default: two seconds' worth of the rate declared before it."""
     return lambda earlier: str(max(1, math.ceil(2 * earlier[rate])))

@@ -16,16 +16,24 @@ import signal
 import socket
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any
 
 _PR_SET_PDEATHSIG = 1
 
 
-def serve(app: Any, host: str, port: int, sockets: list[socket.socket] | None = None) -> None:
+def serve(
+    app: Any,
+    host: str,
+    port: int,
+    sockets: list[socket.socket] | None = None,
+    *,
+    trusted_proxies: Sequence[str] = (),
+) -> None:
     """Serves an ASGI app as every Kassa server process does (the benchmark's reference apps too):
-    uvicorn with uvloop and httptools, no access log (the gateway logs each request itself)."""
+    uvicorn with uvloop and httptools, no access log (the gateway logs each request itself).
+    ``X-Forwarded-For`` and ``X-Forwarded-Proto`` are believed from ``trusted_proxies`` only."""
     import uvicorn
 
     config = uvicorn.Config(
@@ -37,6 +45,8 @@ def serve(app: Any, host: str, port: int, sockets: list[socket.socket] | None = 
         log_config=None,
         access_log=False,
         lifespan="on",
+        proxy_headers=bool(trusted_proxies),
+        forwarded_allow_ips=list(trusted_proxies),
     )
     uvicorn.Server(config).run(sockets=sockets)
 

@@ -45,7 +45,8 @@ def serve(host: str | None, port: int | None, worker_count: int | None, processe
     workers = configured.workers if worker_count is None else worker_count
 
     def run(sockets: list[socket.socket] | None) -> None:
-        supervisor.serve(create_app(build_services(configured, workers)), host, port, sockets)
+        app = create_app(build_services(configured, workers))
+        supervisor.serve(app, host, port, sockets, trusted_proxies=configured.trusted_proxies)
 
     if processes == 1:
         run(None)
