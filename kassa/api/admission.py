@@ -1,6 +1,6 @@
 """Whether a client may ask at all: its address's and its merchant's request rates (CONTRACT §12, code
-11). Checked before the body is read and the signature computed, so a refusal costs a fraction of what
-the request would."""
+11) and the merchant's allowed networks (code 3). Checked before the body is read and the signature
+computed, so a refusal costs a fraction of what the request would."""
 
 from __future__ import annotations
 
@@ -22,8 +22,10 @@ def rate_limited(wait_ms: int) -> ApiError:
     return ApiError(Code.RATE, "too many requests", http_status=429, headers={"Retry-After": retry_after(wait_ms)})
 
 
-def admit(limits: Limits, endpoint: Endpoint) -> None:
-    """The merchant's request rate, counted for requests from anywhere (before the signature proves who
-    sent them)."""
+def admit(limits: Limits, endpoint: Endpoint, host: str | None) -> None:
+    """The merchant's allowed networks (code 3), then its request rate: a request from outside them does
+    not spend the merchant's budget, so the list shields the budget from strangers who know the endpoint."""
+    if not endpoint.merchant.accepts_from(host):
+        raise ApiError(Code.ENDPOINT, f"endpoint {endpoint.id} does not accept requests from {host}")
     if wait := limits.merchant_wait_ms(endpoint.merchant.id):
         raise rate_limited(wait)

@@ -71,7 +71,8 @@ async def _run(
         raise ApiError(Code.NOT_IMPLEMENTED, f"operation {op.code} is not implemented yet", http_status=501)
     headers = request_headers(scope)
     json_asked = wants_json(headers.get("accept", ""))
-    if wait := services.limits.address_wait_ms(client_host(scope)):
+    host = client_host(scope)
+    if wait := services.limits.address_wait_ms(host):
         exchange.classic = not json_asked and _known_classic(services, path_id)
         raise rate_limited(wait)
     endpoint = await _endpoint(services, path_id)
@@ -80,7 +81,7 @@ async def _run(
     exchange.classic = not json_asked  # known before the body is read: a classic client gets every refusal classic
     if endpoint is None or not endpoint.enabled:
         raise ApiError(Code.ENDPOINT, f"unknown or disabled endpoint {path_id}")
-    admit(services.limits, endpoint)
+    admit(services.limits, endpoint, host)
     try:
         body = await read_body(receive, headers.get("content-length", ""))
         form = _canonical_form(op, parse_form(body))
