@@ -34,6 +34,7 @@ def serve(host: str | None, port: int | None, worker_count: int | None, processe
 
     from kassa.api.app import create_app
     from kassa.ops import processes as supervisor
+    from kassa.ops.connections import ConnectionLimits
     from kassa.runtime import build_services
     from kassa.storage.migrate import upgrade
 
@@ -46,7 +47,8 @@ def serve(host: str | None, port: int | None, worker_count: int | None, processe
 
     def run(sockets: list[socket.socket] | None) -> None:
         app = create_app(build_services(configured, workers))
-        supervisor.serve(app, host, port, sockets, trusted_proxies=configured.trusted_proxies)
+        limits = ConnectionLimits(configured.header_timeout, configured.body_timeout, configured.max_header_bytes)
+        supervisor.serve(app, host, port, sockets, trusted_proxies=configured.trusted_proxies, limits=limits)
 
     if processes == 1:
         run(None)
