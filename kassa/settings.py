@@ -358,7 +358,7 @@ class Settings:
         "200",
         number(0, inclusive=True),
         "requests a second one client address may make (API and pages; an IPv6 client's /64), after its burst; "
-        "`0` turns the limit off; per process (see `docs/operations.md`)",
+        "`0` turns the limit off; per process (see *Limits and timeouts* below)",
     )
     address_burst: int = setting(
         "KASSA_ADDRESS_BURST",
