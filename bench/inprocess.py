@@ -21,9 +21,11 @@ from typing import Any
 import orjson
 
 from bench.bodies import MerchantKeys, sale_body, status_body
+from bench.server import UNREACHED_RATE
 
 CONCURRENCY = 50
 _HEADERS = [(b"host", b"127.0.0.1"), (b"accept", b"application/vnd.pay+json")]
+_CLIENT = ("127.0.0.1", 50000)
 
 Call = Callable[[str, bytes], Awaitable[list[dict[str, Any]]]]
 
@@ -35,6 +37,8 @@ def _environment() -> None:
         KASSA_DATA_DIR=data_dir,
         KASSA_VAULT_KEY=base64.b64encode(os.urandom(32)).decode(),
     )
+    # Every call comes from one address: the limiter runs (and is measured) but never refuses.
+    os.environ.setdefault("KASSA_ADDRESS_RATE", UNREACHED_RATE)
 
 
 def _caller(app: Any) -> Call:
@@ -48,7 +52,8 @@ def _caller(app: Any) -> Call:
             sent.append(message)
 
         headers = [*_HEADERS, (b"content-length", str(len(body)).encode())]
-        scope = {"type": "http", "method": "POST", "path": path, "headers": headers, "scheme": "http"}
+        scope: dict[str, Any] = {"type": "http", "method": "POST", "path": path, "headers": headers}
+        scope.update(scheme="http", client=_CLIENT)
         await app(scope, receive, send)
         return sent
 

@@ -616,6 +616,18 @@ trigger looked up as an enum) and one a status call (the answer's type from the 
 times of the two profiles differ uniformly (`luhn_valid`, unchanged code, 43 against 62 ms), the
 signature of a slower machine rather than of slower code.
 
+## Rate limits (2026-11-23, issue 16)
+
+Every request now passes the per-address rate limit (and the per-merchant one when it is set, and the
+merchant's allowed networks) before its body is read: a GCRA in the process's memory (`kassa/ratelimit.py`).
+The in-process bench now gives its calls a client address and runs with a rate no load reaches, so the
+limiter is measured but never refuses. cProfile's count of function calls for 3,000 sales: 1,717,216 with
+the limits off, 1,737,707 with the default (address) limit (+6.8 calls a sale, +1.2%), 1,752,343 with the
+merchant limit on too (+11.7, +2.0%). The checks alone, timed in CPU time: 0.95 µs a request with the
+defaults, 1.55 µs with both limits, 2.0 µs for an IPv6 client (its /64 key); against about 160 µs a sale.
+The wall times of that session (load average 10 on two cores) said nothing either way. A refused request
+costs the same checks and a rendered refusal: no body, database or signature.
+
 ## How to reproduce
 
 ```

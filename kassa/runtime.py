@@ -11,6 +11,7 @@ from kassa.domain.merchants import Endpoint
 from kassa.engine.callbacks import CallbackConfig, CallbackDispatcher
 from kassa.engine.scheduler import Scheduler
 from kassa.engine.worker import Worker, WorkerConfig
+from kassa.ratelimit import Limits
 from kassa.sandbox.acquirer import SandboxProcessor
 from kassa.settings import Settings
 from kassa.storage import merchants as merchant_store
@@ -45,6 +46,12 @@ class EndpointDirectory:
         self._cache[endpoint_id] = (now + self._ttl, endpoint)
         return endpoint
 
+    def cached(self, endpoint_id: int) -> Endpoint | None:
+        """The endpoint as last loaded, expired or not, without reading the database: for answering a
+        request refused before its endpoint is looked up in the format its merchant chose."""
+        found = self._cache.get(endpoint_id)
+        return None if found is None else found[1]
+
 
 @dataclass
 class Services:
@@ -55,6 +62,7 @@ class Services:
     workers: list[Worker] = field(default_factory=list)
     scheduler: Scheduler | None = None
     dispatcher: CallbackDispatcher | None = None
+    limits: Limits = field(default_factory=lambda: Limits(None, None))
 
     def job_lease(self) -> Lease | None:
         """A lease to write a new processing job with, for the least busy worker of this process; None
@@ -94,8 +102,9 @@ def build_services(settings: Settings, worker_count: int) -> Services:
         settings.job_retry_delay,
     )
     directory = EndpointDirectory(db, settings.endpoint_cache_seconds, live=not settings.test_clock)
+    limits = Limits.from_settings(settings)
     if not worker_count:  # an API-only process: jobs, callbacks and scheduled work run elsewhere
-        return Services(settings, db, vault, directory)
+        return Services(settings, db, vault, directory, limits=limits)
     dispatcher = CallbackDispatcher(db, _callback_config(settings))
     workers = [Worker(db, vault, processor, config, callbacks=dispatcher) for _ in range(worker_count)]
     scheduler = Scheduler(
@@ -104,7 +113,7 @@ def build_services(settings: Settings, worker_count: int) -> Services:
         authorization_ttl_seconds=settings.authorization_ttl_seconds,
         interval=settings.scheduler_interval,
     )
-    return Services(settings, db, vault, directory, workers, scheduler, dispatcher)
+    return Services(settings, db, vault, directory, workers, scheduler, dispatcher, limits)
 
 
 def _callback_config(settings: Settings) -> CallbackConfig:

@@ -8,6 +8,7 @@ use, naming the variable; the README's settings table is checked against these d
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 import re
@@ -138,6 +139,17 @@ def absolute_url(text: str) -> str:
     return text
 
 
+def networks(text: str) -> tuple[str, ...]:
+    """Comma-separated IP addresses or networks (``10.0.0.0/8``, ``::1``), each in its canonical form."""
+    found = []
+    for part in filter(None, (item.strip() for item in text.split(","))):
+        try:
+            found.append(str(ipaddress.ip_network(part, strict=False)))
+        except ValueError:
+            raise ValueError("must be IP addresses or networks (CIDR) separated by commas") from None
+    return tuple(found)
+
+
 def base64_key(text: str) -> str:
     master_key(text)  # the vault's own rule, so the two cannot drift apart
     return text
@@ -210,6 +222,11 @@ def _default_database(earlier: Mapping[str, Any]) -> str:
 
 
 _SECONDS = number(0, inclusive=False)
+
+
+def _twice(rate: str) -> Callable[[Mapping[str, Any]], str]:
+    """A burst's default: two seconds' worth of the rate declared before it."""
+    return lambda earlier: str(max(1, math.ceil(2 * earlier[rate])))
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,6 +370,60 @@ class Settings:
         "2",
         number(0, inclusive=True),
         "how long endpoint settings are cached per process",
+    )
+    address_rate: float = setting(
+        "KASSA_ADDRESS_RATE",
+        "200",
+        number(0, inclusive=True),
+        "requests a second one client address may make (API and pages; an IPv6 client's /64), after its burst; "
+        "`0` turns the limit off; per process (see *Limits and timeouts* below)",
+    )
+    address_burst: int = setting(
+        "KASSA_ADDRESS_BURST",
+        _twice("address_rate"),
+        integer(1),
+        "requests one client address may make at once before `KASSA_ADDRESS_RATE` applies",
+        shown_default="twice the rate",
+    )
+    merchant_rate: float = setting(
+        "KASSA_MERCHANT_RATE",
+        "0",
+        number(0, inclusive=True),
+        "API requests a second to one merchant's endpoints, after its burst, counted before the signature is "
+        "checked (so anyone who knows an endpoint id can spend it: pair it with allowed networks); `0`: off",
+    )
+    merchant_burst: int = setting(
+        "KASSA_MERCHANT_BURST",
+        _twice("merchant_rate"),
+        integer(1),
+        "API requests to one merchant at once before `KASSA_MERCHANT_RATE` applies",
+        shown_default="twice the rate",
+    )
+    trusted_proxies: tuple[str, ...] = setting(
+        "KASSA_TRUSTED_PROXIES",
+        "127.0.0.1,::1",
+        networks,
+        "comma-separated addresses or networks (CIDR) of reverse proxies whose `X-Forwarded-For` and "
+        "`X-Forwarded-Proto` are believed; empty: none",
+    )
+    header_timeout: float = setting(
+        "KASSA_HEADER_TIMEOUT",
+        "10",
+        _SECONDS,
+        "seconds a connection has to send a request's head (from the connection or the head's first byte); "
+        "then it is closed",
+    )
+    body_timeout: float = setting(
+        "KASSA_BODY_TIMEOUT",
+        "30",
+        _SECONDS,
+        "seconds a request's body may take to arrive after its head; then the connection is closed",
+    )
+    max_header_bytes: int = setting(
+        "KASSA_MAX_HEADER_BYTES",
+        "16384",
+        integer(1024, 1048576),
+        "largest request head (request line and headers); a larger one is answered 431 and closed",
     )
     log_level: str = setting(
         "KASSA_LOG_LEVEL",

@@ -41,6 +41,11 @@ def test_job_retries_are_settings_like_callback_retries() -> None:
     assert (tuned.job_max_attempts, tuned.job_retry_delay) == (3, 0.25)
 
 
+def test_a_burst_defaults_to_two_seconds_of_its_rate() -> None:
+    assert Settings.from_env({"KASSA_ADDRESS_RATE": "2.5"}).address_burst == 5
+    assert Settings.from_env({"KASSA_MERCHANT_RATE": "0"}).merchant_burst == 1
+
+
 def test_default_database_lives_in_the_data_dir() -> None:
     assert Settings.from_env({"KASSA_DATA_DIR": "/srv/kassa"}).database_url == "sqlite:////srv/kassa/kassa.db"
 
@@ -70,6 +75,10 @@ def test_default_database_lives_in_the_data_dir() -> None:
         ("KASSA_PUBLIC_URL", "", None),
         ("KASSA_VAULT_KEY", TEST_VAULT_KEY, TEST_VAULT_KEY),
         ("KASSA_VAULT_KEY", "", None),
+        ("KASSA_TRUSTED_PROXIES", "", ()),
+        ("KASSA_TRUSTED_PROXIES", " 10.0.0.0/8, 2001:db8::1 ", ("10.0.0.0/8", "2001:db8::1/128")),
+        ("KASSA_ADDRESS_RATE", "0", 0.0),
+        ("KASSA_ADDRESS_BURST", "1", 1),
     ],
 )
 def test_accepted_values_are_read_in_their_usual_form(variable: str, value: str, read_as: object) -> None:
@@ -113,6 +122,12 @@ def test_accepted_values_are_read_in_their_usual_form(variable: str, value: str,
         ("KASSA_PUBLIC_URL", "pay.example.com", "must be an absolute http:// or https:// URL"),
         ("KASSA_PUBLIC_URL", "ftp://pay.example.com", "must be an absolute http:// or https:// URL"),
         ("KASSA_PUBLIC_URL", "https://pay.example.com/?a=1", "must be an absolute http:// or https:// URL"),
+        ("KASSA_TRUSTED_PROXIES", "10.0.0.0/33", "must be IP addresses or networks (CIDR) separated by commas"),
+        ("KASSA_TRUSTED_PROXIES", "proxy.internal", "must be IP addresses or networks (CIDR) separated by commas"),
+        ("KASSA_ADDRESS_RATE", "-1", "must be a number of at least 0"),
+        ("KASSA_MERCHANT_BURST", "0", "must be a whole number of at least 1"),
+        ("KASSA_HEADER_TIMEOUT", "0", "must be a number above 0"),
+        ("KASSA_MAX_HEADER_BYTES", "100", "must be a whole number from 1024 to 1048576"),
     ],
 )
 def test_unusable_value_is_refused_naming_the_variable_and_the_value(variable: str, value: str, problem: str) -> None:

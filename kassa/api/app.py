@@ -14,9 +14,12 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kassa.api import openapi, test_clock
+from kassa.api.admission import client_host
 from kassa.api.operations import OPERATIONS, Operation
 from kassa.api.pipeline import handle
+from kassa.api.rendering import Answer
 from kassa.pages.routes import page_routes
+from kassa.ratelimit import retry_after
 from kassa.runtime import Services, run_workers, settle_garbage_collector
 
 _SLASHES = re.compile(r"/{2,}")
@@ -44,6 +47,9 @@ class OperationDispatch:
                 answer = await handle(op, scope, receive, self.services, endpoint_id)
                 await answer.send(send)
                 return
+            if wait := self.services.limits.address_wait_ms(client_host(scope)):  # pages and the rest
+                await _too_many_requests(wait).send(send)
+                return
         await self.fallback(scope, receive, send)
 
     def _operation(self, path: str) -> tuple[Operation, str] | None:
@@ -51,6 +57,10 @@ class OperationDispatch:
         base, _, endpoint_id = path.rpartition("/")
         op = self.operations.get(base.removesuffix("/group"))
         return (op, endpoint_id) if op is not None else None
+
+
+def _too_many_requests(wait_ms: int) -> Answer:
+    return Answer(429, b"too many requests\n", "text/plain; charset=utf-8", {"Retry-After": retry_after(wait_ms)})
 
 
 def _endpoint(op: Operation, services: Services) -> Callable[[Request], Awaitable[Response]]:

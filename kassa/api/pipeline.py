@@ -12,6 +12,7 @@ from starlette.types import Receive, Scope
 
 from kassa import randomness
 from kassa.api import idempotency
+from kassa.api.admission import admit, client_host, rate_limited
 from kassa.api.context import OperationRequest
 from kassa.api.errors import ApiError, Code, field_error, internal_error
 from kassa.api.fields import validate
@@ -70,12 +71,17 @@ async def _run(
         raise ApiError(Code.NOT_IMPLEMENTED, f"operation {op.code} is not implemented yet", http_status=501)
     headers = request_headers(scope)
     json_asked = wants_json(headers.get("accept", ""))
+    host = client_host(scope)
+    if wait := services.limits.address_wait_ms(host):
+        exchange.classic = not json_asked and _known_classic(services, path_id)
+        raise rate_limited(wait)
     endpoint = await _endpoint(services, path_id)
     if not json_asked and not (endpoint is not None and endpoint.speaks_classic):
         raise ApiError(Code.ACCEPT, "the Accept header must be application/vnd.pay+json")
     exchange.classic = not json_asked  # known before the body is read: a classic client gets every refusal classic
     if endpoint is None or not endpoint.enabled:
         raise ApiError(Code.ENDPOINT, f"unknown or disabled endpoint {path_id}")
+    admit(services.limits, endpoint, host)
     try:
         body = await read_body(receive, headers.get("content-length", ""))
         form = _canonical_form(op, parse_form(body))
@@ -115,9 +121,20 @@ async def _guard_callback_targets(endpoint: Endpoint, values: dict[str, object])
 
 
 async def _endpoint(services: Services, path_id: str) -> Endpoint | None:
-    if not (path_id.isascii() and path_id.isdigit()) or len(path_id) > 18:
-        return None
-    return await services.directory.get(int(path_id))
+    endpoint_id = _endpoint_id(path_id)
+    return None if endpoint_id is None else await services.directory.get(endpoint_id)
+
+
+def _known_classic(services: Services, path_id: str) -> bool:
+    """Whether a request refused before its endpoint is looked up gets the classic format: as far as the
+    cache knows, since reading the database is what the refusal spares."""
+    endpoint_id = _endpoint_id(path_id)
+    cached = None if endpoint_id is None else services.directory.cached(endpoint_id)
+    return cached is not None and cached.speaks_classic
+
+
+def _endpoint_id(path_id: str) -> int | None:
+    return int(path_id) if path_id.isascii() and path_id.isdigit() and len(path_id) <= 18 else None
 
 
 def _canonical_form(op: Operation, pairs: list[tuple[str, str]]) -> dict[str, str]:

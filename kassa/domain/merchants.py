@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from ipaddress import IPv4Network, IPv6Address, IPv6Network, ip_address, ip_network
 
 
 class Mode(StrEnum):
     SANDBOX = "sandbox"
     LIVE = "live"
+
+
+Network = IPv4Network | IPv6Network
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,6 +21,34 @@ class Merchant:
     login: str
     control_key: str
     classic: bool
+    allowed_networks: tuple[Network, ...] = ()  # where its API requests may come from; () is anywhere
+
+    def accepts_from(self, host: str | None) -> bool:
+        """Whether an API request from ``host`` may proceed (an unreadable address may not, when the
+        merchant named networks)."""
+        if not self.allowed_networks:
+            return True
+        try:
+            address = ip_address(host or "")
+        except ValueError:
+            return False
+        if isinstance(address, IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped  # an IPv4 client on a dual-stack socket
+        return any(address in network for network in self.allowed_networks)
+
+
+def parse_network(text: str) -> Network:
+    """A network as an operator writes it (``203.0.113.0/24``, ``2001:db8::/32``, or one address);
+    a ``ValueError`` says what is wrong with it."""
+    try:
+        return ip_network(text.strip())
+    except ValueError:
+        pass
+    try:
+        meant = ip_network(text.strip(), strict=False)
+    except ValueError:
+        raise ValueError(f"{text} is not an IP address or network (CIDR)") from None
+    raise ValueError(f"{text} has host bits set: did you mean {meant}?")
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,27 +16,44 @@ import signal
 import socket
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kassa.ops.connections import ConnectionLimits
 
 _PR_SET_PDEATHSIG = 1
 
 
-def serve(app: Any, host: str, port: int, sockets: list[socket.socket] | None = None) -> None:
+def serve(
+    app: Any,
+    host: str,
+    port: int,
+    sockets: list[socket.socket] | None = None,
+    *,
+    trusted_proxies: Sequence[str] = (),
+    limits: ConnectionLimits | None = None,
+) -> None:
     """Serves an ASGI app as every Kassa server process does (the benchmark's reference apps too):
-    uvicorn with uvloop and httptools, no access log (the gateway logs each request itself)."""
+    uvicorn with uvloop and httptools, no access log (the gateway logs each request itself).
+    ``X-Forwarded-For`` and ``X-Forwarded-Proto`` are believed from ``trusted_proxies`` only; with
+    ``limits``, slow or oversized request heads and stalled bodies close their connections."""
     import uvicorn
+
+    from kassa.ops.connections import guarded_protocol
 
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
         loop="uvloop",
-        http="httptools",
+        http="httptools" if limits is None else guarded_protocol(limits),
         log_config=None,
         access_log=False,
         lifespan="on",
+        proxy_headers=bool(trusted_proxies),
+        forwarded_allow_ips=list(trusted_proxies),
     )
     uvicorn.Server(config).run(sockets=sockets)
 

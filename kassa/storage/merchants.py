@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, insert, select, update
 
-from kassa.domain.merchants import Endpoint, Merchant, Mode
+from kassa.domain.merchants import Endpoint, Merchant, Mode, Network, parse_network
 from kassa.storage.prepared import Record
 from kassa.storage.tables import endpoints, group_members, merchants
 
@@ -32,6 +32,15 @@ def merchant_by_login(conn: Connection, login: str) -> Merchant:
 
 def list_merchants(conn: Connection) -> list[Merchant]:
     return [_merchant(r) for r in conn.execute(select(merchants).order_by(merchants.c.id)).mappings()]
+
+
+def set_allowed_networks(conn: Connection, login: str, networks: Sequence[Network]) -> Merchant:
+    """Replaces the merchant's allowed networks; none: requests from anywhere."""
+    stored = ",".join(str(network) for network in networks) or None
+    done = conn.execute(update(merchants).where(merchants.c.login == login).values(allowed_networks=stored))
+    if done.rowcount == 0:
+        raise NotFound(f"no merchant with login {login!r}")
+    return merchant_by_login(conn, login)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +136,8 @@ def _endpoint_row(conn: Connection, endpoint_id: int) -> Record:
 
 
 def _merchant(row: Record) -> Merchant:
-    return Merchant(row["id"], row["login"], row["control_key"], bool(row["classic"]))
+    networks = tuple(parse_network(text) for text in (row["allowed_networks"] or "").split(",") if text)
+    return Merchant(row["id"], row["login"], row["control_key"], bool(row["classic"]), networks)
 
 
 def _endpoint(row: Record, merchant: Merchant, members: tuple[Endpoint, ...] = ()) -> Endpoint:

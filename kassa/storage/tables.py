@@ -31,6 +31,7 @@ merchants = Table(
     Column("control_key", String(128), nullable=False),
     Column("classic", Boolean, nullable=False, default=False),
     Column("created_at_ms", BigInteger, nullable=False),
+    Column("allowed_networks", Text),  # comma-separated CIDR; NULL: requests from anywhere
     sqlite_autoincrement=True,
 )
 

@@ -10,7 +10,7 @@ from sqlalchemy import Connection
 
 from kassa.clock import now_ms
 from kassa.domain import money
-from kassa.domain.merchants import Endpoint, Merchant, Mode
+from kassa.domain.merchants import Endpoint, Merchant, Mode, Network, parse_network
 from kassa.ops.cli.common import database, emit, json_option, write
 from kassa.storage import merchants as merchant_store
 
@@ -21,7 +21,17 @@ def merchant() -> None:
 
 
 def _merchant_dict(m: Merchant) -> dict[str, Any]:
-    return {"id": m.id, "login": m.login, "control_key": m.control_key, "classic": m.classic}
+    return {
+        "id": m.id,
+        "login": m.login,
+        "control_key": m.control_key,
+        "classic": m.classic,
+        "allowed_networks": [str(network) for network in m.allowed_networks],
+    }
+
+
+def _networks_text(m: Merchant) -> str:
+    return ", ".join(str(network) for network in m.allowed_networks) or "any"
 
 
 @merchant.command("create")
@@ -51,8 +61,51 @@ def merchant_list(as_json: bool) -> None:
     emit(
         as_json,
         [_merchant_dict(m) for m in found],
-        [f"{m.id}\t{m.login}\tclassic={m.classic}" for m in found],
+        [f"{m.id}\t{m.login}\tclassic={m.classic}\tallowed networks: {_networks_text(m)}" for m in found],
     )
+
+
+@merchant.command("show")
+@click.option("--login", required=True)
+@json_option
+def merchant_show(login: str, as_json: bool) -> None:
+    """Show one merchant."""
+    with database() as db:
+        try:
+            found = db.read_sync(lambda conn: merchant_store.merchant_by_login(conn, login))
+        except merchant_store.NotFound as missing:
+            raise click.ClickException(str(missing)) from None
+    emit(as_json, _merchant_dict(found), _merchant_lines(found))
+
+
+def _merchant_lines(m: Merchant) -> list[str]:
+    return [f"merchant {m.login} (id {m.id})", f"classic: {m.classic}", f"allowed networks: {_networks_text(m)}"]
+
+
+def _parse_networks(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> list[Network]:
+    try:
+        return [parse_network(value) for value in values]
+    except ValueError as problem:
+        raise click.BadParameter(str(problem)) from None
+
+
+@merchant.command("update")
+@click.option("--login", required=True)
+@click.option(
+    "--allow-network",
+    "networks",
+    multiple=True,
+    callback=_parse_networks,
+    help="An address or network (CIDR) API requests may come from; repeat for several. Replaces the list.",
+)
+@click.option("--allow-any-network", is_flag=True, help="Clear the list: API requests from anywhere.")
+@json_option
+def merchant_update(login: str, networks: list[Network], allow_any_network: bool, as_json: bool) -> None:
+    """Change a merchant's allowed networks (endpoint caches pick it up within KASSA_ENDPOINT_CACHE_SECONDS)."""
+    if bool(networks) == allow_any_network:
+        raise click.UsageError("give --allow-network (one or more) or --allow-any-network")
+    updated = write(lambda conn: merchant_store.set_allowed_networks(conn, login, networks))
+    emit(as_json, _merchant_dict(updated), _merchant_lines(updated))
 
 
 @click.group()

@@ -34,6 +34,7 @@ def serve(host: str | None, port: int | None, worker_count: int | None, processe
 
     from kassa.api.app import create_app
     from kassa.ops import processes as supervisor
+    from kassa.ops.connections import ConnectionLimits
     from kassa.runtime import build_services
     from kassa.storage.migrate import upgrade
 
@@ -45,7 +46,9 @@ def serve(host: str | None, port: int | None, worker_count: int | None, processe
     workers = configured.workers if worker_count is None else worker_count
 
     def run(sockets: list[socket.socket] | None) -> None:
-        supervisor.serve(create_app(build_services(configured, workers)), host, port, sockets)
+        app = create_app(build_services(configured, workers))
+        limits = ConnectionLimits(configured.header_timeout, configured.body_timeout, configured.max_header_bytes)
+        supervisor.serve(app, host, port, sockets, trusted_proxies=configured.trusted_proxies, limits=limits)
 
     if processes == 1:
         run(None)
