@@ -14,10 +14,9 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from kassa.api.errors import ApiError, Code, field_error
-from kassa.domain import cards, money
+from kassa.domain import cards, money, urls
 
 
 class FieldProblem(ValueError):
@@ -35,6 +34,11 @@ class Field:
     description: str = ""
 
 
+# C0 controls (NUL among them, which PostgreSQL refuses to store), DEL and C1 controls: no field of any
+# operation has a use for them, and they would reach storage, logs, pages and callbacks.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
 def validate(fields: Sequence[Field], form: Mapping[str, str]) -> dict[str, Any]:
     """Checks ``form`` against ``fields`` in declared order; the first problem is refused with code 1."""
     values: dict[str, Any] = {}
@@ -44,6 +48,8 @@ def validate(fields: Sequence[Field], form: Mapping[str, str]) -> dict[str, Any]
             if field.required:
                 raise field_error(field.name, "is required")
             continue
+        if _CONTROL.search(text):
+            raise field_error(field.name, "contains control characters")
         try:
             values[field.name] = field.check(text, form)
         except cards.CardError as problem:
@@ -55,15 +61,12 @@ def validate(fields: Sequence[Field], form: Mapping[str, str]) -> dict[str, Any]
     return values
 
 
-_CONTROL = re.compile("[\x00-\x1f]")
-
-
 def text(max_length: int = 128) -> Validator:
+    """Any text up to ``max_length`` (``validate`` has refused control characters in every field)."""
+
     def check(value: str, _form: Mapping[str, str]) -> str:
         if len(value) > max_length:
             raise FieldProblem(f"is longer than {max_length} characters")
-        if _CONTROL.search(value):
-            raise FieldProblem("contains control characters")
         return value
 
     return check
@@ -94,9 +97,11 @@ def email(value: str, _form: Mapping[str, str]) -> str:
 
 
 def url(value: str, _form: Mapping[str, str]) -> str:
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.hostname or len(value) > 1024:
-        raise FieldProblem("must be an absolute http(s) URL")
+    """A URL the gateway can send to or redirect to (``domain.urls``), kept as the merchant wrote it."""
+    try:
+        urls.sendable(value)
+    except urls.UrlError as problem:
+        raise FieldProblem(str(problem)) from None
     return value
 
 
