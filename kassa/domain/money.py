@@ -66,9 +66,16 @@ def parse_amount(text: str, cur: Currency) -> int:
     integer, fraction = match["integer"], match["fraction"] or ""
     if len(fraction) > cur.exponent:
         raise AmountError(f"allows at most {cur.exponent} fraction digits for {cur.code}")
-    if len(integer) > _MAX_INTEGER_DIGITS or (minor := int(integer + fraction.ljust(cur.exponent, "0"))) > MAX_MINOR:
-        raise AmountError(f"must be at most {format_amount(MAX_MINOR, cur)} {cur.code}")
+    if len(integer) > _MAX_INTEGER_DIGITS:
+        raise _too_large(cur)
+    minor = int(integer + fraction.ljust(cur.exponent, "0"))
+    if minor > MAX_MINOR:
+        raise _too_large(cur)
     return minor
+
+
+def _too_large(cur: Currency) -> AmountError:
+    return AmountError(f"must be at most {format_amount(MAX_MINOR, cur)} {cur.code}")
 
 
 def format_amount(minor: int, cur: Currency) -> str:
