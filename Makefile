@@ -1,5 +1,6 @@
 # The two commands of the quick start: `make serve` and `make test`.
 PYTHON ?= python3
+FUZZ_SECONDS ?= 60
 VENV := .venv
 PIP := $(VENV)/bin/pip --disable-pip-version-check
 LOCKS := requirements/build.txt requirements/dev.txt
@@ -10,7 +11,7 @@ LOCK_SUM := $(shell cat $(LOCKS) | cksum | cut -d' ' -f1)
 LOCKED := $(VENV)/.locked-$(LOCK_SUM)
 STAMP := $(VENV)/.installed-$(LOCK_SUM)-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: serve test lint lock bench crashtest screenshots services clean
+.PHONY: serve test lint lock bench crashtest fuzz screenshots services clean
 
 $(LOCKED):
 	$(PYTHON) -m venv --clear $(VENV)
@@ -43,6 +44,11 @@ test: $(STAMP) services lint
 
 crashtest: $(STAMP) services
 	$(VENV)/bin/python -m tests.crash.crashtest --rounds 20
+
+# Schemathesis against the served OpenAPI document of a fresh sandbox gateway for FUZZ_SECONDS (default
+# 60); fails on any server error. FUZZ_DATABASE_URL=postgresql://... runs it on an empty PostgreSQL database.
+fuzz: $(STAMP)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
 
 screenshots: $(STAMP) services
 	KASSA_SCREENSHOT_DIR=docs/screenshots $(VENV)/bin/pytest tests/pages/test_hosted_pages.py

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from kassa.storage.database import Database, open_database
 from kassa.storage.migrate import upgrade
@@ -27,6 +29,15 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
 
 
 BACKENDS = ("sqlite", "postgresql")
+
+# Property tests drive a real gateway over HTTP: a few examples a test keep the suite fast (each of the
+# 25 operation rows times two backends), no deadline (a request's time is the machine's, not the code's),
+# and no example database in the work tree. ``HYPOTHESIS_PROFILE=thorough`` runs many more.
+settings.register_profile(
+    "kassa", max_examples=6, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile("thorough", parent=settings.get_profile("kassa"), max_examples=200)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "kassa"))
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,11 +1,11 @@
-"""The ASGI application: one route pair (endpoint and group form) per row of the operation table."""
+"""The ASGI application: the operation table's dispatch in front of Starlette's pages and documents."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -15,20 +15,24 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kassa.api import openapi, test_clock
 from kassa.api.admission import client_host
+from kassa.api.errors import ApiError, Code
 from kassa.api.operations import OPERATIONS, Operation
-from kassa.api.pipeline import handle
+from kassa.api.pipeline import handle, refuse_path
 from kassa.api.rendering import Answer
 from kassa.pages.routes import page_routes
 from kassa.ratelimit import retry_after
 from kassa.runtime import Services, run_workers, settle_garbage_collector
 
 _SLASHES = re.compile(r"/{2,}")
+_WRONG_METHOD = ApiError(Code.FIELD, "operations take POST only", http_status=405, headers={"Allow": "POST"})
+_NO_OPERATION = ApiError(Code.FIELD, "no operation at this path (the paths are in openapi.json)", http_status=404)
 
 
 class OperationDispatch:
     """The front of the application. A POST to an operation goes straight to the pipeline by a lookup
-    in the operation table (the hot path: no middleware stack, no route scan); everything else (pages,
-    the OpenAPI document, other methods, lifespan) goes to Starlette.
+    in the operation table (the hot path: no middleware stack, no route scan); other methods on an
+    operation and unknown paths below ``{prefix}/api/`` are refused in the contract's format; everything
+    else (pages, the OpenAPI document, lifespan) goes to Starlette.
 
     Widely used official clients send ``/api/v2//sale/7``: doubled slashes are collapsed first."""
 
@@ -36,19 +40,26 @@ class OperationDispatch:
         self.fallback = fallback
         self.services = services
         self.operations = {f"{services.settings.prefix}{op.path}": op for op in OPERATIONS}
+        self.api_root = f"{services.settings.prefix}/api/"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             if "//" in scope["path"]:
                 scope = dict(scope, path=_SLASHES.sub("/", scope["path"]))
-            found = self._operation(scope["path"]) if scope["method"] == "POST" else None
-            if found is not None:
+            found = self._operation(scope["path"])
+            if found is not None and scope["method"] == "POST":
                 op, endpoint_id = found
                 answer = await handle(op, scope, receive, self.services, endpoint_id)
                 await answer.send(send)
                 return
             if wait := self.services.limits.address_wait_ms(client_host(scope)):  # pages and the rest
                 await _too_many_requests(wait).send(send)
+                return
+            if found is not None:
+                await refuse_path(scope, _WRONG_METHOD).send(send)
+                return
+            if scope["path"].startswith(self.api_root):
+                await refuse_path(scope, _NO_OPERATION).send(send)
                 return
         await self.fallback(scope, receive, send)
 
@@ -63,23 +74,9 @@ def _too_many_requests(wait_ms: int) -> Answer:
     return Answer(429, b"too many requests\n", "text/plain; charset=utf-8", {"Retry-After": retry_after(wait_ms)})
 
 
-def _endpoint(op: Operation, services: Services) -> Callable[[Request], Awaitable[Response]]:
-    """The same operation as a Starlette route, for what the dispatch leaves to Starlette."""
-
-    async def endpoint(request: Request) -> Response:
-        answer = await handle(op, request.scope, request.receive, services, request.path_params["endpoint_id"])
-        return answer.response()
-
-    return endpoint
-
-
 def create_app(services: Services) -> ASGIApp:
     prefix = services.settings.prefix
     routes = []
-    for op in OPERATIONS:
-        endpoint = _endpoint(op, services)
-        routes.append(Route(f"{prefix}{op.path}/{{endpoint_id}}", endpoint, methods=["POST"]))
-        routes.append(Route(f"{prefix}{op.path}/group/{{endpoint_id}}", endpoint, methods=["POST"]))
     spec = openapi.document(prefix)
 
     async def openapi_json(_request: Request) -> Response:

@@ -13,11 +13,11 @@ import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-from urllib.parse import urlsplit
+from functools import partial
+from typing import Any, TypeVar
 
 from kassa.api.errors import ApiError, Code, field_error
-from kassa.domain import cards, money
+from kassa.domain import cards, money, urls
 
 
 class FieldProblem(ValueError):
@@ -25,6 +25,22 @@ class FieldProblem(ValueError):
 
 
 Validator = Callable[[str, Mapping[str, str]], Any]
+V = TypeVar("V", bound=Validator)
+
+# The JSON Schema (OpenAPI) constraints of the text each validator accepts, declared beside it.
+_SCHEMAS: dict[Validator, dict[str, Any]] = {}
+# What ``validate`` refuses in every field, as an ECMA-262 pattern for the fields without one of their own.
+_NO_CONTROLS = "^[^\\x00-\\x1f\\x7f-\\x9f]*$"
+
+
+def described(check: V, **schema: Any) -> V:
+    _SCHEMAS[check] = schema
+    return check
+
+
+def schema_of(check: Validator) -> dict[str, Any]:
+    """The constraints of ``check`` for the OpenAPI document; a validator not described has none."""
+    return dict(_SCHEMAS.get(check, {}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +49,11 @@ class Field:
     check: Validator
     required: bool = False
     description: str = ""
+
+
+# C0 controls (NUL among them, which PostgreSQL refuses to store), DEL and C1 controls: no field of any
+# operation has a use for them, and they would reach storage, logs, pages and callbacks.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def validate(fields: Sequence[Field], form: Mapping[str, str]) -> dict[str, Any]:
@@ -44,6 +65,8 @@ def validate(fields: Sequence[Field], form: Mapping[str, str]) -> dict[str, Any]
             if field.required:
                 raise field_error(field.name, "is required")
             continue
+        if _CONTROL.search(text):
+            raise field_error(field.name, "contains control characters")
         try:
             values[field.name] = field.check(text, form)
         except cards.CardError as problem:
@@ -55,18 +78,15 @@ def validate(fields: Sequence[Field], form: Mapping[str, str]) -> dict[str, Any]
     return values
 
 
-_CONTROL = re.compile("[\x00-\x1f]")
-
-
 def text(max_length: int = 128) -> Validator:
+    """Any text up to ``max_length`` (``validate`` has refused control characters in every field)."""
+
     def check(value: str, _form: Mapping[str, str]) -> str:
         if len(value) > max_length:
             raise FieldProblem(f"is longer than {max_length} characters")
-        if _CONTROL.search(value):
-            raise FieldProblem("contains control characters")
         return value
 
-    return check
+    return described(check, maxLength=max_length, pattern=_NO_CONTROLS)
 
 
 def digits(max_length: int = 19) -> Validator:
@@ -75,9 +95,10 @@ def digits(max_length: int = 19) -> Validator:
             raise FieldProblem(f"must be at most {max_length} digits")
         return value
 
-    return check
+    return described(check, maxLength=max_length, pattern="^[0-9]+$")
 
 
+@partial(described, maxLength=18, pattern="^[0-9]+$")
 def order_id(value: str, _form: Mapping[str, str]) -> int:
     if not (value.isascii() and value.isdigit()) or len(value) > 18:
         raise FieldProblem("must be a gateway order id (digits)")
@@ -87,16 +108,20 @@ def order_id(value: str, _form: Mapping[str, str]) -> int:
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$")
 
 
+@partial(described, maxLength=254, pattern=_EMAIL.pattern)
 def email(value: str, _form: Mapping[str, str]) -> str:
     if len(value) > 254 or not _EMAIL.match(value):
         raise FieldProblem("is not an e-mail address")
     return value
 
 
+@partial(described, maxLength=urls.MAX_LENGTH, pattern=urls.PATTERN, format="uri")
 def url(value: str, _form: Mapping[str, str]) -> str:
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.hostname or len(value) > 1024:
-        raise FieldProblem("must be an absolute http(s) URL")
+    """A URL the gateway can send to or redirect to (``domain.urls``), kept as the merchant wrote it."""
+    try:
+        urls.sendable(value)
+    except urls.UrlError as problem:
+        raise FieldProblem(str(problem)) from None
     return value
 
 
@@ -104,6 +129,7 @@ _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _IPV4 = re.compile(rf"(?:{_OCTET}\.){{3}}{_OCTET}")
 
 
+@partial(described, maxLength=45, pattern="^[0-9A-Fa-f:.]+$")
 def ip_address(value: str, _form: Mapping[str, str]) -> str:
     if _IPV4.fullmatch(value):  # the common case, already canonical: no need for the slow parser
         return value
@@ -113,6 +139,7 @@ def ip_address(value: str, _form: Mapping[str, str]) -> str:
         raise FieldProblem("is not an IP address") from None
 
 
+@partial(described, format="uuid")
 def serial(value: str, _form: Mapping[str, str]) -> str:
     try:
         return str(uuid.UUID(value))
@@ -120,8 +147,13 @@ def serial(value: str, _form: Mapping[str, str]) -> str:
         raise FieldProblem("is not a serial number (UUID)") from None
 
 
+@partial(described, enum=sorted(money.CURRENCIES))
 def currency_code(value: str, _form: Mapping[str, str]) -> money.Currency:
     return money.currency(value)
+
+
+# The longest amount text that can be valid: 13 integer digits (10^12 JPY) or 10 and 3 fraction digits.
+_AMOUNT_LENGTH = 14
 
 
 def amount(*, positive: bool = True) -> Validator:
@@ -137,19 +169,22 @@ def amount(*, positive: bool = True) -> Validator:
             raise FieldProblem("must be zero for an account verification")
         return minor
 
-    return check
+    return described(check, pattern="^[0-9]+(\\.[0-9]+)?$", maxLength=_AMOUNT_LENGTH)
 
 
+@partial(described, pattern=f"^{cards.PAN_TEXT.pattern}$", maxLength=37)
 def card_number(value: str, _form: Mapping[str, str]) -> str:
     return cards.normalize_pan(value)
 
 
+@partial(described, pattern="^(0?[1-9]|1[0-2])$")
 def expire_month(value: str, _form: Mapping[str, str]) -> int:
     if not (value.isascii() and value.isdigit() and 1 <= int(value) <= 12 and len(value) <= 2):
         raise FieldProblem("must be 01 to 12")
     return int(value)
 
 
+@partial(described, pattern="^([0-9]{2}|[0-9]{4})$")
 def expire_year(value: str, form: Mapping[str, str]) -> int:
     """The 4-digit year; also refuses a card past its expiry month, as CONTRACT §9 asks before processing."""
     today = datetime.datetime.now(datetime.UTC).date()
@@ -161,6 +196,7 @@ def expire_year(value: str, form: Mapping[str, str]) -> int:
         raise
 
 
+@partial(described, pattern="^[0-9]{3,4}$")
 def cvv(value: str, form: Mapping[str, str]) -> str:
     pan = form.get("credit_card_number", "").replace(" ", "").replace("-", "")
     if not cards.cvv_valid(value, cards.brand_of(pan)):
@@ -174,4 +210,4 @@ def choice(*allowed: str) -> Validator:
             raise FieldProblem("must be one of " + ", ".join(allowed))
         return value
 
-    return check
+    return described(check, enum=list(allowed))

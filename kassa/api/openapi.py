@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kassa.api.fields import Field, schema_of
 from kassa.api.operations import OPERATIONS, OAuth, Operation, Response
 
 _ERROR_SCHEMA = {
@@ -46,6 +47,23 @@ def _operation(op: Operation, id_name: str) -> dict[str, Any]:
     def ref(name: str) -> dict[str, Any]:
         return {"content": {"application/vnd.pay+json": {"schema": {"$ref": f"#/components/schemas/{name}"}}}}
 
+    responses: dict[str, Any] = {
+        "200": {"description": "accepted", **ref(op.response.schema)},
+        "400": {"description": "validation error", **ref("ValidationErrorResponse")},
+        "429": {
+            "description": "too many requests (error-code 11)",
+            "headers": {"Retry-After": {"description": "seconds to wait", "schema": {"type": "integer"}}},
+            **ref("ValidationErrorResponse"),
+        },
+        "500": {"description": "server error", **ref("ServerErrorResponse")},
+    }
+    if isinstance(op.signing, OAuth):
+        responses["401"] = {
+            "description": "OAuth signature missing or wrong (error-code 2), or timestamp or nonce refused (10)",
+            **ref("ValidationErrorResponse"),
+        }
+    if op.handler is None:
+        responses["501"] = {"description": "the operation is not implemented yet", **ref("ServerErrorResponse")}
     return {
         "operationId": f"{op.code}{'_GROUP' if id_name == 'endpointGroupId' else ''}",
         "summary": op.summary,
@@ -70,11 +88,7 @@ def _operation(op: Operation, id_name: str) -> dict[str, Any]:
                 "application/x-www-form-urlencoded": {"schema": {"$ref": f"#/components/schemas/{op.request_schema}"}}
             },
         },
-        "responses": {
-            "200": {"description": "accepted", **ref(op.response.schema)},
-            "400": {"description": "validation error", **ref("ValidationErrorResponse")},
-            "500": {"description": "server error", **ref("ServerErrorResponse")},
-        },
+        "responses": responses,
         "x-operation-code": op.code,
     }
 
@@ -88,9 +102,17 @@ def _signing_text(op: Operation) -> str:
 def _request_schema(op: Operation) -> dict[str, Any]:
     return {
         "type": "object",
-        "properties": {f.name: {"type": "string", "description": f.description} for f in op.fields},
+        "properties": {f.name: _field_schema(f) for f in op.fields},
         "required": [f.name for f in op.fields if f.required],
     }
+
+
+def _field_schema(field: Field) -> dict[str, Any]:
+    """A required field sent empty counts as missing, hence its ``minLength``."""
+    schema = {"type": "string", "description": field.description, **schema_of(field.check)}
+    if field.required:
+        schema["minLength"] = 1
+    return schema
 
 
 def _response_schema(response: Response) -> dict[str, Any]:

@@ -3,6 +3,7 @@ handler (once per Idempotency-Key), render. Handlers see only requests that pass
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from kassa.engine import targets
 from kassa.logs import log_request, serial_var
 from kassa.runtime import Services
 from kassa.web.addresses import base_url
-from kassa.web.forms import FormError, parse_form, read_body, request_headers
+from kassa.web.forms import FormError, check_form_type, parse_form, read_body, request_headers
 
 log = logging.getLogger("kassa.api")
 
@@ -64,6 +65,18 @@ async def handle(op: Operation, scope: Scope, receive: Receive, services: Servic
     return response
 
 
+def refuse_path(scope: Scope, error: ApiError) -> Answer:
+    """A request to no operation (unknown path, other method), refused in the format its Accept asks
+    for: JSON unless it names another type (as on v4). Either way with the HTTP status of the refusal,
+    since there is no merchant yet whose classic setting could apply."""
+    started = time.perf_counter()
+    accept = request_headers(scope).get("accept", "*/*")
+    exchange = Exchange(randomness.uuid4(), classic=not (accept in ("", "*/*") or wants_json(accept)))
+    answer = dataclasses.replace(exchange.refusal(error), status_code=error.http_status)
+    log_request(exchange.serial, "-", answer.status_code, started)
+    return answer
+
+
 async def _run(
     op: Operation, scope: Scope, receive: Receive, services: Services, exchange: Exchange, path_id: str
 ) -> Answer:
@@ -83,6 +96,7 @@ async def _run(
         raise ApiError(Code.ENDPOINT, f"unknown or disabled endpoint {path_id}")
     admit(services.limits, endpoint, host)
     try:
+        check_form_type(headers.get("content-type"))
         body = await read_body(receive, headers.get("content-length", ""))
         form = _canonical_form(op, parse_form(body))
     except FormError as unreadable:

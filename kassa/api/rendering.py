@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from urllib.parse import quote_plus
 
 import orjson
-from starlette.responses import Response
 from starlette.types import Send
 
 JSON_MEDIA_TYPE = "application/vnd.pay+json"
@@ -30,10 +29,6 @@ class Answer:
         raw += [(name.lower().encode(), value.encode()) for name, value in self.headers.items()]
         await send({"type": "http.response.start", "status": self.status_code, "headers": raw})
         await send({"type": "http.response.body", "body": self.body})
-
-    def response(self) -> Response:
-        """The same answer for a Starlette route."""
-        return Response(self.body, self.status_code, dict(self.headers), self.content_type)
 
 
 def render(

@@ -11,7 +11,7 @@ from enum import StrEnum
 
 _PAN_MIN, _PAN_MAX = 12, 19
 # Single spaces or hyphens between digit groups, as people copy numbers off cards.
-_PAN_TEXT = re.compile(r"[0-9]+(?:[ -][0-9]+)*")
+PAN_TEXT = re.compile(r"[0-9]+(?:[ -][0-9]+)*")
 _DIGITS = re.compile(r"[0-9]+")  # not \d or str.isdigit: both accept non-ASCII digits
 _MONTH = re.compile(r"0?[1-9]|1[0-2]")
 _YEAR = re.compile(r"[0-9]{2}|[0-9]{4}")
@@ -87,7 +87,7 @@ def luhn_valid(digits: str) -> bool:
 
 def normalize_pan(text: str) -> str:
     """Strip group separators and validate; the result is the only PAN form stored or sent on."""
-    if _PAN_TEXT.fullmatch(text) is None:
+    if PAN_TEXT.fullmatch(text) is None:
         raise CardError(f"must be {_PAN_MIN} to {_PAN_MAX} digits")
     pan = _pan_shaped(text.replace(" ", "").replace("-", ""))
     if not luhn_valid(pan):

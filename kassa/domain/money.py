@@ -38,7 +38,13 @@ CURRENCIES: dict[str, Currency] = {
     code: Currency(code, exponent) for exponent, codes in _EXPONENTS.items() for code in codes.split()
 }
 
-# More than 15 integer digits would overflow 64-bit minor units for 3-decimal currencies.
+# The largest amount of one request, in minor units of every currency (KWD 1,000,000,000.000, USD
+# 10,000,000,000.00, JPY 1,000,000,000,000). Orders, transactions and ledger entries hold minor units in
+# 64-bit columns (9.2 * 10^18): an order's sums (captures, returns, its ledger balances) stay far inside
+# them, and a merchant's balance fits a million such amounts before its SUM needs more than 64 bits
+# (``storage.ledger`` sums it exactly all the same).
+MAX_MINOR = 10**12
+# Longer digit strings are refused before they are converted (int() of thousands of digits is slow).
 _MAX_INTEGER_DIGITS = 15
 # [0-9] rather than \d: \d also matches Arabic-Indic and other Unicode digits.
 _AMOUNT = re.compile(r"(?P<integer>[0-9]+)(?:\.(?P<fraction>[0-9]+))?")
@@ -58,11 +64,18 @@ def parse_amount(text: str, cur: Currency) -> int:
     if match is None:
         raise AmountError("must be a decimal number like 10.42")
     integer, fraction = match["integer"], match["fraction"] or ""
-    if len(integer) > _MAX_INTEGER_DIGITS:
-        raise AmountError(f"must have at most {_MAX_INTEGER_DIGITS} integer digits")
     if len(fraction) > cur.exponent:
         raise AmountError(f"allows at most {cur.exponent} fraction digits for {cur.code}")
-    return int(integer + fraction.ljust(cur.exponent, "0"))
+    if len(integer) > _MAX_INTEGER_DIGITS:
+        raise _too_large(cur)
+    minor = int(integer + fraction.ljust(cur.exponent, "0"))
+    if minor > MAX_MINOR:
+        raise _too_large(cur)
+    return minor
+
+
+def _too_large(cur: Currency) -> AmountError:
+    return AmountError(f"must be at most {format_amount(MAX_MINOR, cur)} {cur.code}")
 
 
 def format_amount(minor: int, cur: Currency) -> str:

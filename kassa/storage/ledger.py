@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, bindparam, func, insert, select
+from sqlalchemy import Connection, bindparam, func, insert, literal_column, select
 
 from kassa import randomness
 from kassa.domain.ledger import Account, Balances, Posting, replay
@@ -62,15 +62,22 @@ class CurrencyBalance:
     settled: int
 
 
+# A merchant's balance adds up all its entries, without bound on their number. SQLite's SUM of integers
+# fails past 64 bits, so the high and low 32 bits of the amounts are summed apart (each sum is far
+# from 64 bits) and put together in Python, exactly; the shift is arithmetic on both databases.
+_HIGH = func.sum(ledger_entries.c.amount.op(">>")(literal_column("32")))
+_LOW = func.sum(ledger_entries.c.amount.op("&")(literal_column("4294967295")))
+
+
 def merchant_balances(conn: Connection, merchant_id: int) -> list[CurrencyBalance]:
     rows = conn.execute(
-        select(ledger_entries.c.currency, ledger_entries.c.account, func.sum(ledger_entries.c.amount))
+        select(ledger_entries.c.currency, ledger_entries.c.account, _HIGH, _LOW)
         .where(ledger_entries.c.merchant_id == merchant_id)
         .group_by(ledger_entries.c.currency, ledger_entries.c.account)
     ).all()
     sums: dict[str, dict[Account, int]] = defaultdict(dict)
-    for currency, account, total in rows:
-        sums[currency][Account(account)] = int(total)
+    for currency, account, high, low in rows:
+        sums[currency][Account(account)] = (int(high) << 32) + int(low)
     return [
         CurrencyBalance(currency, b.held, b.captured, b.settled)
         for currency, b in sorted((c, Balances.of(s)) for c, s in sums.items())

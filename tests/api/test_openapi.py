@@ -1,0 +1,64 @@
+"""The served OpenAPI document carries each field's constraints from the operation table's validators,
+and lists the refusals each operation can answer with (CONTRACT §12)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import httpx
+import pytest
+
+from kassa.api.operations import OPERATIONS, OAuth
+from tests.support.gateway import Gateway
+
+
+@pytest.fixture
+def document(shared_gateway: Gateway) -> dict[str, Any]:
+    answer = httpx.get(f"{shared_gateway.base}/openapi.json", timeout=30)
+    assert answer.status_code == 200
+    served: dict[str, Any] = answer.json()
+    return served
+
+
+@pytest.mark.backends("sqlite")
+def test_request_fields_carry_their_validators_constraints(document: dict[str, Any]) -> None:
+    schemas = document["components"]["schemas"]
+    sale = schemas["SaleRequest"]["properties"]
+    assert sale["client_orderid"]["maxLength"] == 128
+    assert sale["client_orderid"]["minLength"] == 1  # required: an empty value is a missing one
+    assert sale["order_desc"]["maxLength"] == 1024
+    assert "USD" in sale["currency"]["enum"] and "KWD" in sale["currency"]["enum"]
+    assert re.fullmatch(sale["amount"]["pattern"], "10.42")
+    assert not re.fullmatch(sale["amount"]["pattern"], "1e5")
+    assert re.fullmatch(sale["cvv2"]["pattern"], "123")
+    assert not re.fullmatch(sale["expire_month"]["pattern"], "13")
+    assert sale["server_callback_url"]["maxLength"] == 1024
+    assert not re.fullmatch(sale["server_callback_url"]["pattern"], "http://example.com/a;b")
+    assert not re.fullmatch(sale["server_callback_url"]["pattern"], "ftp://example.com/")
+    assert re.fullmatch(sale["server_callback_url"]["pattern"], "https://example.com/cb?x=1")
+    assert not re.fullmatch(sale["first_name"]["pattern"], "a\x00b")
+    assert schemas["TdsMethodUrlResultRequest"]["properties"]["threeDSCompInd"]["enum"] == ["Y", "N", "U"]
+    assert schemas["PayoutRequest"]["properties"]["payout_method"]["enum"] == ["card", "bank", "ewallet", "phone"]
+    assert schemas["StatusRequest"]["properties"]["by-request-sn"]["format"] == "uuid"
+
+
+@pytest.mark.backends("sqlite")
+def test_every_field_of_every_operation_is_constrained(document: dict[str, Any]) -> None:
+    schemas = document["components"]["schemas"]
+    for op in OPERATIONS:
+        for name, schema in schemas[op.request_schema]["properties"].items():
+            assert {"maxLength", "pattern", "enum", "format"} & set(schema), (op.code, name, schema)
+            if "pattern" in schema:
+                re.compile(schema["pattern"])
+
+
+@pytest.mark.backends("sqlite")
+def test_responses_list_the_refusals_each_operation_can_answer(document: dict[str, Any]) -> None:
+    for op in OPERATIONS:
+        for path in (f"{op.path}/{{endpointId}}", f"{op.path}/group/{{endpointGroupId}}"):
+            responses = document["paths"][path]["post"]["responses"]
+            assert {"200", "400", "429", "500"} <= set(responses), op.code
+            assert "Retry-After" in responses["429"]["headers"]
+            assert ("401" in responses) == isinstance(op.signing, OAuth), op.code
+            assert ("501" in responses) == (op.handler is None), op.code
