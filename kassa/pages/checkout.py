@@ -146,8 +146,9 @@ class Pages:
             card=dict(context.card) if context.card else None,
             descriptor=context.descriptor,
         )
-        if order["redirect_url"]:
-            return html(final_redirect(order["redirect_url"], fields, context.control_key))
+        redirect = final_redirect(order["redirect_url"], fields, context.control_key) if order["redirect_url"] else None
+        if redirect is not None:
+            return html(redirect)
         title = "Payment approved" if fields["status"] == "approved" else "Payment not completed"
         return message(title, f"Status: {fields['status']}. You may close this page.")
 
