@@ -47,6 +47,6 @@ def queue_callbacks(
     for kind, url in targets:
         callback_id, leased = callback_store.add(conn, order, tx["id"], kind, url, stored, now_ms, lease)
         if leased:
-            live = sender.mode == "live"
-            handed.append(Due(callback_id, order["id"], url, fields, 0, order["merchant_id"], live, sender.control_key))
+            live, key = sender.mode == "live", sender.control_key_sealed
+            handed.append(Due(callback_id, order["id"], url, fields, 0, order["merchant_id"], live, key))
     return Queued(len(targets), handed)

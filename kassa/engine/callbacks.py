@@ -25,6 +25,7 @@ from kassa.engine.polling import Consumer
 from kassa.storage import callbacks as store
 from kassa.storage.callbacks import Attempt, Due
 from kassa.storage.database import Database
+from kassa.vault.keys import Vault, control_key_context
 
 log = logging.getLogger("kassa.callbacks")
 
@@ -64,9 +65,10 @@ class CallbackDispatcher(Consumer):
     """Claims due callbacks from the outbox, and takes over those a worker of this process wrote leased to
     it (``lease``, ``take``): a callback goes out as soon as its status change is committed."""
 
-    def __init__(self, db: Database, config: CallbackConfig) -> None:
+    def __init__(self, db: Database, vault: Vault, config: CallbackConfig) -> None:
         super().__init__(db, config.poll_interval, "callbacks", config.lease_seconds)
         self.config = config
+        self._vault = vault
         self._courier: Courier | None = None
         self._recheck = False  # a claim found nothing while handed callbacks were out: some may wait on them
 
@@ -98,7 +100,10 @@ class CallbackDispatcher(Consumer):
         return store.claim(conn, self.owner, now_ms(), self.lease_ms, _BATCH)
 
     async def _deliver(self, sender: Courier, due: Due) -> None:
-        url = with_query(due.url, signed(due.fields, due.control_key))
+        # The key is opened for this attempt only (a few µs, next to an HTTP request): kept in clear
+        # nowhere but in the endpoint cache, which the API needs for every request.
+        key = self._vault.decrypt(due.control_key_sealed, control_key_context(due.merchant_id))
+        url = with_query(due.url, signed(due.fields, key))
         attempt = await sender.attempt(due.url, url, due.live)
         attempts = due.attempts + 1
         retry_at = None

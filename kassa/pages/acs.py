@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import hmac
+
 from sqlalchemy import Connection
 from starlette.requests import Request
 from starlette.responses import Response
@@ -25,6 +27,7 @@ from kassa.pages.responses import form_fields, html, message
 from kassa.pages.steps import in_method_step, message_value, record_and_checkout, unknown_message
 from kassa.runtime import Services
 from kassa.storage.browser_context import BrowserContext, context_of_transaction
+from kassa.vault import tokens
 from kassa.web import addresses
 from kassa.web.addresses import public_base
 
@@ -86,7 +89,9 @@ class AccessControlServer:
             return _post_back(fields.get("TermUrl", ""), {"PaRes": pares, "MD": fields.get("MD", "")})
         cres = tds.cres(record["server_trans_id"], acs_trans_id, status)
         session_data = fields.get("threeDSSessionData", "")
-        gateway_hosted = session_data and session_data == context.session["token"]
+        gateway_hosted = session_data and hmac.compare_digest(
+            tokens.digest(session_data), context.session["token_digest"]
+        )
         target = (
             addresses.challenge_return(public_base(request, self.services.settings))
             if gateway_hosted

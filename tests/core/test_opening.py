@@ -19,7 +19,8 @@ from kassa.storage import orders as order_store
 from kassa.storage.database import Database
 from kassa.storage.jobs import Lease
 from kassa.storage.tables import cards, jobs, orders, transactions, transient_secrets
-from tests.support.databases import shop_endpoint
+from kassa.vault.keys import control_key_context
+from tests.support.databases import SHOP_CONTROL_KEY, TEST_VAULT, shop_endpoint
 
 
 def _endpoint(db: Database) -> tuple[int, int]:
@@ -133,7 +134,9 @@ def test_an_approved_sale_hands_over_the_callbacks_that_wait_for_no_other(
     queued = _approve(db, started.order_id, Lease("callbacks-a", until_ms=10_000))
     assert queued.count == 2
     assert [due.url for due in queued.handed] == handed
-    assert all(due.fields["status"] == "approved" and due.control_key == "key" for due in queued.handed)
+    assert all(due.fields["status"] == "approved" for due in queued.handed)
+    keys = {TEST_VAULT.decrypt(due.control_key_sealed, control_key_context(merchant_id)) for due in queued.handed}
+    assert keys == {SHOP_CONTROL_KEY}
     assert len(db.write_sync(lambda conn: callback_store.claim(conn, "callbacks-b", 9_999, 1000, 10))) == claimable
 
 
