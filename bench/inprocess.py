@@ -94,7 +94,7 @@ async def _kassa(kind: str, count: int) -> Workload:
     services = build_services(settings, 0)
 
     def merchant(conn: Any) -> MerchantKeys:
-        created = merchant_store.create_merchant(conn, "bench", "k" * 32, False, 0)
+        created = merchant_store.create_merchant(conn, services.vault, "bench", "k" * 32, False, 0)
         spec = merchant_store.EndpointSpec(created.id, "USD", Mode.SANDBOX, False, "", None, None, False)
         return MerchantKeys("bench", "k" * 32, merchant_store.create_endpoint(conn, spec, 0))
 

@@ -18,6 +18,7 @@ from kassa.storage import merchants as merchant_store
 from kassa.storage.callbacks import Limits
 from kassa.storage.database import Database, open_database
 from kassa.storage.jobs import Job, Lease
+from kassa.storage.sealing import seal_plaintext
 from kassa.vault.keys import Vault, load_vault
 
 
@@ -26,8 +27,9 @@ class EndpointDirectory:
     Only hits are cached, so an endpoint created a moment ago is found at once. With ``live=False`` (a
     gateway whose clock tests move) live endpoints, and groups with a live member, are not found."""
 
-    def __init__(self, db: Database, ttl_seconds: float, *, live: bool = True) -> None:
+    def __init__(self, db: Database, vault: Vault, ttl_seconds: float, *, live: bool = True) -> None:
         self._db = db
+        self._vault = vault
         self._ttl = ttl_seconds
         self._live = live
         self._cache: dict[int, tuple[float, Endpoint]] = {}
@@ -38,7 +40,9 @@ class EndpointDirectory:
         if cached is not None and cached[0] > now:
             return cached[1]
         try:
-            endpoint = await self._db.read_point(lambda conn: merchant_store.load_endpoint(conn, endpoint_id))
+            endpoint = await self._db.read_point(
+                lambda conn: merchant_store.load_endpoint(conn, self._vault, endpoint_id)
+            )
         except merchant_store.NotFound:
             return None
         if not self._live and endpoint.touches_live:
@@ -84,14 +88,26 @@ class Services:
             self.dispatcher.wake()
 
 
-def build_services(settings: Settings, worker_count: int) -> Services:
+def open_store(settings: Settings, threads: int) -> tuple[Database, Vault]:
+    """The database and the vault that seals its secrets. Whatever an older Kassa left in clear is sealed
+    first (``storage/sealing.py``), so nothing after this reads a secret in clear."""
     db = open_database(
         settings.database_url,
         sqlite_synchronous=settings.sqlite_synchronous,
         sqlite_reads_in_place=settings.sqlite_reads_in_place,
-        threads=settings.db_threads,
+        threads=threads,
     )
     vault = load_vault(settings.vault_key, settings.vault_key_file)
+    try:
+        db.write_sync(lambda conn: seal_plaintext(conn, vault))
+    except BaseException:
+        db.close()
+        raise
+    return db, vault
+
+
+def build_services(settings: Settings, worker_count: int) -> Services:
+    db, vault = open_store(settings, settings.db_threads)
     processor = SandboxProcessor(settings.sandbox_latency_ms)
     config = WorkerConfig(
         settings.poll_interval,
@@ -101,11 +117,11 @@ def build_services(settings: Settings, worker_count: int) -> Services:
         settings.job_max_attempts,
         settings.job_retry_delay,
     )
-    directory = EndpointDirectory(db, settings.endpoint_cache_seconds, live=not settings.test_clock)
+    directory = EndpointDirectory(db, vault, settings.endpoint_cache_seconds, live=not settings.test_clock)
     limits = Limits.from_settings(settings)
     if not worker_count:  # an API-only process: jobs, callbacks and scheduled work run elsewhere
         return Services(settings, db, vault, directory, limits=limits)
-    dispatcher = CallbackDispatcher(db, _callback_config(settings))
+    dispatcher = CallbackDispatcher(db, vault, _callback_config(settings))
     workers = [Worker(db, vault, processor, config, callbacks=dispatcher) for _ in range(worker_count)]
     scheduler = Scheduler(
         db,

@@ -27,14 +27,22 @@ from kassa.storage import jobs as job_queue
 from kassa.storage import orders as order_store
 from kassa.storage.browser_sessions import SessionKind
 from kassa.storage.jobs import JobKind
+from kassa.vault.tokens import SealedToken
 
 METHOD_WAIT_MS = 10_000  # SPEC.md: a Method step not completed within 10 s counts as threeDSCompInd=N
 
 
 def begin(
-    conn: Connection, transaction_id: int, path: ThreeDSPath, brand: str | None, now_ms: int, ttl_ms: int
+    conn: Connection,
+    transaction_id: int,
+    path: ThreeDSPath,
+    brand: str | None,
+    now_ms: int,
+    ttl_ms: int,
+    checkout: SealedToken,
 ) -> Stage:
-    """Starts authentication on the issuer's ``path``; returns the transaction's new stage."""
+    """Starts authentication on the issuer's ``path``; returns the transaction's new stage. The checkout
+    page's session is opened behind ``checkout`` unless the transaction has one (a hosted form's)."""
     order = order_store.lock_order_of(conn, transaction_id)
     ids = {"server_trans_id": str(uuid.uuid4()), "acs_trans_id": str(uuid.uuid4())}
     started = {"version": path.version, "path": path.value, **ids}
@@ -56,7 +64,8 @@ def begin(
         store.create(conn, transaction_id, {**started, **_challenge()}, now_ms)
     move_stage(conn, transaction_id, stage, now_ms)  # refuses a move the table does not allow
     if browser_sessions.session_of(conn, transaction_id, SessionKind.CHECKOUT) is None:
-        browser_sessions.open_session(conn, SessionKind.CHECKOUT, order["id"], transaction_id, now_ms, ttl_ms)
+        kind = SessionKind.CHECKOUT
+        browser_sessions.open_session(conn, kind, order["id"], transaction_id, now_ms, ttl_ms, checkout)
     job_queue.add(conn, JobKind.SESSION_TIMEOUT, transaction_id, run_at_ms=now_ms + ttl_ms, now_ms=now_ms)
     return stage
 

@@ -17,6 +17,7 @@ from kassa.storage.jobs import JobKind
 from kassa.storage.orders import NewCard, NewOrder, Started
 from kassa.storage.prepared import Record
 from kassa.vault.keys import Vault, pan_context
+from kassa.vault.tokens import SealedToken
 
 
 def new_card(vault: Vault, merchant_id: int, pan: str, exp_month: int, exp_year: int, holder_name: str) -> NewCard:
@@ -53,7 +54,9 @@ def open_order(conn: Connection, new: NewOrder) -> Started:
     if new.form_ttl_ms is None:
         job = job_queue.add(conn, JobKind.PROCESS, tx_id, run_at_ms=new.now_ms, now_ms=new.now_ms, lease=new.lease)
         return dataclasses.replace(started, job=job)
-    token = browser_sessions.open_session(conn, SessionKind.FORM, order_id, tx_id, new.now_ms, new.form_ttl_ms)
+    assert new.form_token is not None, "a hosted form's order comes with its token"
+    kind, token = SessionKind.FORM, new.form_token
+    browser_sessions.open_session(conn, kind, order_id, tx_id, new.now_ms, new.form_ttl_ms, token)
     deadline = new.now_ms + new.form_ttl_ms
     job_queue.add(conn, JobKind.SESSION_TIMEOUT, tx_id, run_at_ms=deadline, now_ms=new.now_ms)
     return dataclasses.replace(started, form_token=token)
@@ -68,15 +71,17 @@ def collect_card(
     cvv_ciphertext: bytes,
     now_ms: int,
     checkout_ttl_ms: int,
-) -> str | None:
+    checkout: SealedToken,
+) -> bool:
     """The card a hosted form collected: stored with its CVV (kept until authorization), processing queued,
-    and the checkout page's session opened; returns its token. None when the form's session expired or was
-    used already (of two submissions, the single-use update lets one through)."""
-    if session["expires_at_ms"] < now_ms or not browser_sessions.use_session(conn, session["token"], now_ms):
-        return None
+    and the checkout page's session opened behind ``checkout``. False when the form's session expired or
+    was used already (of two submissions, the single-use update lets one through)."""
+    if session["expires_at_ms"] < now_ms or not browser_sessions.use_session(conn, session["token_digest"], now_ms):
+        return False
     card_id = order_store.insert_card(conn, card, order["merchant_id"], now_ms)
     order_store.set_card(conn, order["id"], card_id)
     order_store.keep_cvv(conn, transaction_id, cvv_ciphertext)
     job_queue.add(conn, JobKind.PROCESS, transaction_id, run_at_ms=now_ms, now_ms=now_ms)
     kind = SessionKind.CHECKOUT
-    return browser_sessions.open_session(conn, kind, order["id"], transaction_id, now_ms, checkout_ttl_ms)
+    browser_sessions.open_session(conn, kind, order["id"], transaction_id, now_ms, checkout_ttl_ms, checkout)
+    return True

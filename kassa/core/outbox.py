@@ -46,17 +46,7 @@ def queue_callbacks(
     for kind, url in targets:
         callback_id, leased = callback_store.add(conn, order, tx["id"], kind, url, stored, now_ms, lease)
         if leased:
-            live = sender.mode == "live"
-            due = Due(
-                callback_id,
-                order["id"],
-                url,
-                fields,
-                0,
-                order["merchant_id"],
-                live,
-                sender.control_key,
-                destination(url),
-            )
+            live, key = sender.mode == "live", sender.control_key_sealed
+            due = Due(callback_id, order["id"], url, fields, 0, order["merchant_id"], live, key, destination(url))
             handed.append(due)
     return Queued(len(targets), handed)

@@ -6,6 +6,18 @@ from dataclasses import dataclass
 from enum import StrEnum
 from ipaddress import IPv4Network, IPv6Address, IPv6Network, ip_address, ip_network
 
+# SHA-1 `control` signs with the key appended to known values: a short key falls to an offline guess from
+# one signed request. 16 characters is the floor; the CLI's generated keys have 32 random hex digits.
+MIN_CONTROL_KEY_LENGTH = 16
+
+
+def control_key_problem(key: str) -> str | None:
+    if len(key) < MIN_CONTROL_KEY_LENGTH:
+        return f"must be at least {MIN_CONTROL_KEY_LENGTH} characters"
+    if not key.isprintable() or key != key.strip():
+        return "must be printable characters without leading or trailing spaces"
+    return None
+
 
 class Mode(StrEnum):
     SANDBOX = "sandbox"

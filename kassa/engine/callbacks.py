@@ -25,6 +25,7 @@ from kassa.engine.polling import Consumer
 from kassa.storage import callbacks as store
 from kassa.storage.callbacks import Attempt, CallbackLease, Due, Limits
 from kassa.storage.database import Database
+from kassa.vault.keys import Vault, control_key_context
 
 log = logging.getLogger("kassa.callbacks")
 
@@ -50,9 +51,10 @@ class CallbackDispatcher(Consumer):
     destination or per merchant than ``limits`` allow: a receiver that never answers holds its own slots,
     not other receivers' callbacks."""
 
-    def __init__(self, db: Database, config: CallbackConfig) -> None:
+    def __init__(self, db: Database, vault: Vault, config: CallbackConfig) -> None:
         super().__init__(db, config.poll_interval, "callbacks", config.lease_seconds, config.concurrency)
         self.config = config
+        self._vault = vault
         self._courier: Courier | None = None
         self._recheck = False  # a claim found nothing while handed callbacks were out: some may wait on them
         self._flying: Counter[Hashable] = Counter()  # this process's callbacks in flight, by destination and merchant
@@ -105,7 +107,10 @@ class CallbackDispatcher(Consumer):
         )
 
     async def _attempt(self, sender: Courier, due: Due) -> None:
-        attempt = await sender.attempt(due.url, signed(due.fields, due.control_key), due.live)
+        # The key is opened for this attempt only (a few µs, next to an HTTP request): kept in clear
+        # nowhere but in the endpoint cache, which the API needs for every request.
+        key = self._vault.decrypt(due.control_key_sealed, control_key_context(due.merchant_id))
+        attempt = await sender.attempt(due.url, signed(due.fields, key), due.live)
         attempts = due.attempts + 1
         retry_at = None
         if attempts < self.config.max_attempts:

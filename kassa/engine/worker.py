@@ -30,6 +30,7 @@ from kassa.storage.callbacks import CallbackLease
 from kassa.storage.database import Database
 from kassa.storage.jobs import Job, JobKind
 from kassa.storage.orders import AuthorizationWork
+from kassa.vault import tokens
 from kassa.vault.keys import Vault, cvv_context, pan_context
 
 log = logging.getLogger("kassa.worker")
@@ -146,11 +147,12 @@ class Worker(Consumer):
             return False
         brand = work.card["brand"] if work.card is not None else None
         ttl_ms = int(self.config.session_ttl_seconds * 1000)
+        _, checkout = tokens.new_token(self.vault)  # its URL is read back from the row when needed
 
         def start(conn: Connection) -> Stage | None:
             if not job_queue.still_held(conn, job, self.owner):
                 return None
-            stage = authentication.begin(conn, job.transaction_id, path, brand, now_ms(), ttl_ms)
+            stage = authentication.begin(conn, job.transaction_id, path, brand, now_ms(), ttl_ms, checkout)
             if stage is not Stage.THREE_D_VALIDATED:
                 job_queue.finish(conn, job)
             return stage

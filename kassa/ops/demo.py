@@ -10,10 +10,11 @@ from sqlalchemy import Connection
 
 from kassa.clock import now_ms
 from kassa.domain.merchants import Mode
+from kassa.runtime import open_store
 from kassa.settings import Settings
 from kassa.signing.control import control_of
 from kassa.storage import merchants as merchant_store
-from kassa.storage.database import open_database
+from kassa.vault.keys import Vault
 
 DEMO_LOGIN = "demo"
 
@@ -26,20 +27,21 @@ class Demo:
 
 
 def ensure(settings: Settings) -> Demo:
-    db = open_database(settings.database_url, threads=1)
+    db, vault = open_store(settings, threads=1)
     try:
-        return db.write_sync(_ensure)
+        return db.write_sync(lambda conn: _ensure(conn, vault))
     finally:
         db.close()
 
 
-def _ensure(conn: Connection) -> Demo:
+def _ensure(conn: Connection, vault: Vault) -> Demo:
     now = now_ms()
     try:
-        merchant = merchant_store.merchant_by_login(conn, DEMO_LOGIN)
+        merchant = merchant_store.merchant_by_login(conn, vault, DEMO_LOGIN)
     except merchant_store.NotFound:
-        merchant = merchant_store.create_merchant(conn, DEMO_LOGIN, secrets.token_hex(16), False, now)
-    owned = [e for e in merchant_store.list_endpoints(conn) if e.merchant.id == merchant.id and not e.is_group]
+        merchant = merchant_store.create_merchant(conn, vault, DEMO_LOGIN, secrets.token_hex(16), False, now)
+    endpoints = merchant_store.list_endpoints(conn, vault)
+    owned = [e for e in endpoints if e.merchant.id == merchant.id and not e.is_group]
     if owned:
         return Demo(merchant.login, merchant.control_key, owned[0].id)
     spec = merchant_store.EndpointSpec(merchant.id, "USD", Mode.SANDBOX, False, "KASSA DEMO", None, None, True)

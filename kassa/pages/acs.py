@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+import hmac
 
 from sqlalchemy import Connection
 from starlette.requests import Request
@@ -22,11 +22,12 @@ from kassa.core import authentication
 from kassa.core.errors import NotWaiting
 from kassa.domain import cards, money
 from kassa.domain import threeds_protocol as tds
-from kassa.pages.rendering import render_page
+from kassa.pages.rendering import origin_source, render_page
 from kassa.pages.responses import form_fields, html, message
-from kassa.pages.steps import message_value, record_and_checkout, unknown_message
+from kassa.pages.steps import in_method_step, message_value, record_and_checkout, unknown_message
 from kassa.runtime import Services
 from kassa.storage.browser_context import BrowserContext, context_of_transaction
+from kassa.vault import tokens
 from kassa.web import addresses
 from kassa.web.addresses import public_base
 
@@ -39,10 +40,16 @@ class AccessControlServer:
         self.services = services
 
     async def method(self, request: Request) -> Response:
+        """Serves only a Method step the gateway started and that is still open: any other posted
+        ``threeDSMethodData`` would make this page send a browser wherever the data says."""
         fields = await form_fields(request) or {}
-        target = message_value(fields.get("threeDSMethodData", ""), "threeDSMethodNotificationURL")
-        if target is None:
+        data = fields.get("threeDSMethodData", "")
+        target = message_value(data, "threeDSMethodNotificationURL")
+        server_trans_id = message_value(data, "threeDSServerTransID")
+        if target is None or server_trans_id is None:
             return unknown_message()
+        if not await self.services.db.read(lambda conn: in_method_step(conn, server_trans_id, now_ms())):
+            return message("No device check is waiting", "Return to the shop.", status=404)
         return _post_back(
             target, {"threeDSMethodData": fields["threeDSMethodData"]}, "Checking this device…", framed=True
         )
@@ -82,7 +89,9 @@ class AccessControlServer:
             return _post_back(fields.get("TermUrl", ""), {"PaRes": pares, "MD": fields.get("MD", "")})
         cres = tds.cres(record["server_trans_id"], acs_trans_id, status)
         session_data = fields.get("threeDSSessionData", "")
-        gateway_hosted = session_data and session_data == context.session["token"]
+        gateway_hosted = session_data and hmac.compare_digest(
+            tokens.digest(session_data), context.session["token_digest"]
+        )
         target = (
             addresses.challenge_return(public_base(request, self.services.settings))
             if gateway_hosted
@@ -125,10 +134,9 @@ class AccessControlServer:
 def _post_back(
     target: str, fields: dict[str, str], text: str = "Returning to the shop…", framed: bool = False
 ) -> Response:
-    parts = urlsplit(target)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    origin = origin_source(target)
+    if origin is None:  # it would go into the policy's form-action: nothing a policy cannot name safely
         return message("Unknown return address", "", status=400)
-    origin = f"{parts.scheme}://{parts.netloc}"
     page = render_page(
         "autopost.html", form_action=f"'self' {origin}", framed=framed, action=target, fields=fields, message=text
     )

@@ -28,7 +28,9 @@ from kassa.storage import authentications
 from kassa.storage.browser_context import BrowserContext, browser_context
 from kassa.storage.browser_sessions import SessionKind
 from kassa.storage.prepared import Record
-from kassa.vault.keys import cvv_context
+from kassa.vault import tokens
+from kassa.vault.keys import control_key_context, cvv_context
+from kassa.vault.tokens import SealedToken
 from kassa.web import addresses
 from kassa.web.addresses import public_base
 from kassa.web.browser_steps import acs_request, method_request
@@ -71,10 +73,13 @@ class Pages:
         )
         cvv = vault.encrypt(values["cvv2"], cvv_context(tx["serial_number"]))
         ttl_ms = int(self.services.settings.session_ttl_seconds * 1000)
-        checkout_token = await self.services.db.write(
-            lambda conn: opening.collect_card(conn, context.session, order, tx["id"], card, cvv, now_ms(), ttl_ms)
+        checkout_token, sealed = tokens.new_token(vault)
+        collected = await self.services.db.write(
+            lambda conn: opening.collect_card(
+                conn, context.session, order, tx["id"], card, cvv, now_ms(), ttl_ms, sealed
+            )
         )
-        if checkout_token is None:
+        if not collected:
             return message(*GONE, status=410)
         self.services.wake_workers()
         return see_other(addresses.checkout(public_base(request, self.services.settings), checkout_token))
@@ -146,8 +151,12 @@ class Pages:
             card=dict(context.card) if context.card else None,
             descriptor=context.descriptor,
         )
+        redirect = None
         if order["redirect_url"]:
-            return html(final_redirect(order["redirect_url"], fields, context.control_key))
+            key = self.services.vault.decrypt(context.control_key_sealed, control_key_context(order["merchant_id"]))
+            redirect = final_redirect(order["redirect_url"], fields, key)
+        if redirect is not None:
+            return html(redirect)
         title = "Payment approved" if fields["status"] == "approved" else "Payment not completed"
         return message(title, f"Status: {fields['status']}. You may close this page.")
 
@@ -193,7 +202,8 @@ class Pages:
         await self._quietly(lambda conn: authentication.complete_challenge(conn, tx_id, now_ms()))
         if session is None:
             return message("This page does not exist", "Return to the shop.", status=404)
-        return see_other(addresses.checkout(public_base(request, self.services.settings), session["token"]))
+        token = tokens.open_token(self.services.vault, SealedToken.of(session))
+        return see_other(addresses.checkout(public_base(request, self.services.settings), token))
 
     async def _quietly(self, unit: Callable[[Connection], None]) -> None:
         """Runs a 3-D Secure step; a step the transaction has moved past already (a reload) is no error."""

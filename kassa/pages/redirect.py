@@ -4,15 +4,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from urllib.parse import urlsplit
 
 from kassa.domain.callbacks import signed
-from kassa.pages.rendering import Page, render_page
+from kassa.pages.rendering import Page, origin_source, render_page
 
 
-def final_redirect(redirect_url: str, fields: Mapping[str, str], control_key: str) -> Page:
-    parts = urlsplit(redirect_url)
-    origin = f"{parts.scheme}://{parts.netloc}"
+def final_redirect(redirect_url: str, fields: Mapping[str, str], control_key: str) -> Page | None:
+    """None when ``redirect_url``'s origin cannot be named in the page's policy safely (it would be
+    its form-action): the customer is not sent there."""
+    origin = origin_source(redirect_url)
+    if origin is None:
+        return None
     return render_page(
         "autopost.html",
         form_action=origin,

@@ -26,6 +26,16 @@ def unknown_message() -> Response:
     return message("Unknown 3-D Secure message", "", status=400)
 
 
+def in_method_step(conn: Connection, server_trans_id: str, now_ms: int) -> bool:
+    """Whether ``server_trans_id`` names an authentication the gateway started that is still at its
+    Method step, with its checkout session open: the only kind the ACS's Method page serves."""
+    authentication = authentications.by_server_trans_id(conn, server_trans_id)
+    if authentication is None or authentication["step"] != tds.Step.METHOD:
+        return False
+    session = browser_sessions.session_of(conn, authentication["transaction_id"], SessionKind.CHECKOUT)
+    return session is not None and session["expires_at_ms"] >= now_ms
+
+
 def record_and_checkout(conn: Connection, acs_trans_id: str) -> tuple[Record | None, Record | None]:
     """The 3-D Secure record an ACS message names by acsTransID (or xid), and the checkout session of its
     transaction; a session is found only with its record."""

@@ -23,18 +23,18 @@ class BrowserContext:
     card: Record | None
     record: Record | None
     descriptor: str
-    control_key: str
+    control_key_sealed: bytes  # the merchant's, for the final redirect's signature
 
 
 def context_of_transaction(conn: Connection, transaction_id: int, session_row: Record) -> BrowserContext:
     tx, order, card = order_store.load_transaction(conn, transaction_id)
     descriptor, key = conn.execute(
-        select(endpoints.c.descriptor, merchants.c.control_key)
+        select(endpoints.c.descriptor, merchants.c.control_key_sealed)
         .join(merchants, merchants.c.id == endpoints.c.merchant_id)
         .where(endpoints.c.id == order["endpoint_id"])
     ).one()
     return BrowserContext(
-        session_row, order, tx, card, authentications.of_transaction(conn, transaction_id), descriptor, key
+        session_row, order, tx, card, authentications.of_transaction(conn, transaction_id), descriptor, bytes(key)
     )
 
 

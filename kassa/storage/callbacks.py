@@ -62,7 +62,7 @@ class Due:
     attempts: int
     merchant_id: int
     live: bool
-    control_key: str
+    control_key_sealed: bytes  # opened by the dispatcher as it signs (``control_key_context(merchant_id)``)
     destination: str
 
 
@@ -73,13 +73,13 @@ class Sender:
     card: Record | None
     descriptor: str
     mode: str
-    control_key: str
+    control_key_sealed: bytes
 
     @classmethod
     def of(cls, card: Record | None, signer: Record) -> Sender:
         """From the card and a row with the endpoint's ``descriptor`` and ``mode`` and the merchant's
-        ``control_key``."""
-        return cls(card, signer["descriptor"], signer["mode"], signer["control_key"])
+        ``control_key_sealed``."""
+        return cls(card, signer["descriptor"], signer["mode"], bytes(signer["control_key_sealed"]))
 
 
 def sender_of(conn: Connection, order: Record) -> Sender:
@@ -173,7 +173,7 @@ def _insert(*, leased: bool) -> Prepared:
 
 _CARD = Prepared(select(cards).where(cards.c.id == bindparam("card_id")))
 _ENDPOINT_SIGNER = Prepared(
-    select(endpoints.c.descriptor, endpoints.c.mode, merchants.c.control_key)
+    select(endpoints.c.descriptor, endpoints.c.mode, merchants.c.control_key_sealed)
     .join(merchants, merchants.c.id == endpoints.c.merchant_id)
     .where(endpoints.c.id == bindparam("endpoint_id"))
 )
@@ -238,7 +238,7 @@ def _claim_statement() -> Prepared:
 
 _CLAIM = _claim_statement()
 _SIGNER = Prepared(
-    select(orders.c.merchant_id, endpoints.c.mode, merchants.c.control_key)
+    select(orders.c.merchant_id, endpoints.c.mode, merchants.c.control_key_sealed)
     .join(endpoints, endpoints.c.id == orders.c.endpoint_id)
     .join(merchants, merchants.c.id == orders.c.merchant_id)
     .where(orders.c.id == bindparam("order_id"))
@@ -274,7 +274,7 @@ def claim(conn: Connection, owner: str, now_ms: int, lease_ms: int, room: int, l
                 row["attempts"],
                 signer["merchant_id"],
                 live,
-                signer["control_key"],
+                bytes(signer["control_key_sealed"]),
                 row["destination"],
             )
         )

@@ -13,6 +13,8 @@ PostgreSQL takes concurrent writers, so each unit gets its own transaction from 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -315,11 +317,17 @@ def sqlalchemy_url(url: str) -> str:
     return url
 
 
-def ensure_sqlite_directory(url: str) -> None:
-    """SQLite creates the file but not its folder; a fresh checkout has no ``var/`` yet."""
+def ensure_sqlite_file(url: str) -> None:
+    """SQLite creates the file but not its folder (a fresh checkout has no ``var/`` yet), and creates it
+    with the process's umask. The folder is made 0700 and the file 0600 here, whatever the umask: they
+    hold the vault's ciphertexts, the ledger and the merchants' sealed keys. SQLite gives the WAL and
+    SHM files the database file's mode, so those are 0600 too. Existing files keep their modes."""
     database = make_url(url).database
     if url.startswith("sqlite") and database and database != ":memory:":
-        Path(database).parent.mkdir(parents=True, exist_ok=True)
+        path = Path(database)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 def open_database(
@@ -333,7 +341,7 @@ def open_database(
     """``threads`` run units besides the event loop: SQLite's readers (its writes have a thread of their
     own); on PostgreSQL every unit, each pool keeping up to one connection per thread."""
     if url.startswith("sqlite"):
-        ensure_sqlite_directory(url)
+        ensure_sqlite_file(url)
         reader = _sqlite_engine(url, sqlite_synchronous, sqlite_busy_timeout_ms, writer=False, pool_size=threads)
         writer = _sqlite_engine(url, sqlite_synchronous, sqlite_busy_timeout_ms, writer=True, pool_size=1)
         return SqliteDatabase(reader, threads, writer, reads_in_place=sqlite_reads_in_place)

@@ -7,7 +7,7 @@ from pathlib import Path
 from alembic import command
 from alembic.config import Config
 
-from kassa.storage.database import ensure_sqlite_directory, sqlalchemy_url
+from kassa.storage.database import ensure_sqlite_file, sqlalchemy_url
 
 _SCRIPTS = Path(__file__).parent / "migrations"
 
@@ -20,5 +20,5 @@ def alembic_config(url: str) -> Config:
 
 
 def upgrade(url: str) -> None:
-    ensure_sqlite_directory(url)
+    ensure_sqlite_file(url)
     command.upgrade(alembic_config(url), "head")

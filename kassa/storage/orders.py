@@ -34,6 +34,7 @@ from kassa.storage.browser_sessions import SessionKind
 from kassa.storage.jobs import Job, JobKind, Lease, leased
 from kassa.storage.prepared import Joined, Prepared, Record, Row
 from kassa.storage.tables import cards, endpoints, merchants, orders, transactions, transient_secrets
+from kassa.vault.tokens import SealedToken
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +72,7 @@ class NewOrder:
     card_ref_id: int | None = None  # the reference the rebill named
     cvv_ciphertext: bytes | None = None
     form_ttl_ms: int | None = None  # a hosted form collects the card: no processing until it is submitted
+    form_token: SealedToken | None = None  # the hosted form's token, with ``form_ttl_ms``
     lease: Lease | None = None  # the processing job is written leased to this worker, to hand over
 
     @property
@@ -86,7 +88,7 @@ class Started:
     request_fingerprint: str
     created: bool
     transaction_id: int
-    form_token: str | None = None
+    form_token: SealedToken | None = None  # the hosted form's, sealed: its URL needs the vault
     job: Job | None = None  # the processing job, written leased (``NewOrder.lease``)
 
 
@@ -287,7 +289,7 @@ def _find_started(conn: Connection, endpoint_id: int, client_orderid: str) -> St
     if row is None:
         return None
     form = browser_sessions.session_of(conn, row.tx_id, SessionKind.FORM)
-    token = form["token"] if form else None
+    token = SealedToken.of(form) if form else None
     return Started(row.id, row.endpoint_id, row.serial_number, row.request_fingerprint, False, row.tx_id, token)
 
 
@@ -473,7 +475,7 @@ def _outcome_context() -> Joined:
     )
     columns = _labelled((("t_", transactions.c), ("c_", cards.c)))
     columns += [endpoints.c.descriptor.label("e_descriptor"), endpoints.c.mode.label("e_mode")]
-    columns.append(merchants.c.control_key.label("e_control_key"))
+    columns.append(merchants.c.control_key_sealed.label("e_control_key_sealed"))
     return Joined(select(*columns).select_from(joined).where(transactions.c.id == bindparam("tx_id")))
 
 

@@ -28,7 +28,11 @@ merchants = Table(
     metadata,
     Column("id", Id, primary_key=True, autoincrement=True),
     Column("login", String(64), nullable=False, unique=True),
-    Column("control_key", String(128), nullable=False),
+    # The key that signs and checks ``control``, under the vault (``control-key/merchant/{id}``): the
+    # gateway needs the key itself, so it is encrypted, not hashed. ``control_key`` holds a key in clear
+    # only from before migration 0009, until the next start seals it (``storage/sealing.py``).
+    Column("control_key_sealed", LargeBinary),
+    Column("control_key", String(128)),
     Column("classic", Boolean, nullable=False, default=False),
     Column("created_at_ms", BigInteger, nullable=False),
     Column("allowed_networks", Text),  # comma-separated CIDR; NULL: requests from anywhere
@@ -252,7 +256,12 @@ callback_attempts = Table(
 browser_sessions = Table(
     "browser_sessions",
     metadata,
-    Column("token", String(64), primary_key=True),
+    # The token a page's URL carries is stored only as its SHA-256 (the key) and sealed under the vault
+    # (``vault/tokens.py``). ``token`` holds a token in clear only from before migration 0009, until the
+    # next start seals it (``storage/sealing.py``).
+    Column("token_digest", String(64), primary_key=True),
+    Column("token_sealed", LargeBinary),
+    Column("token", String(64)),
     Column("kind", String(16), nullable=False),  # form or checkout
     Column("order_id", ForeignKey("orders.id"), nullable=False),
     Column("transaction_id", ForeignKey("transactions.id"), nullable=False),

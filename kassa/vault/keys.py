@@ -77,7 +77,7 @@ def load_vault(configured_key: str | None, key_file: Path) -> Vault:
 
 
 def _create_key_file(key_file: Path) -> None:
-    key_file.parent.mkdir(parents=True, exist_ok=True)
+    key_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
         fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:  # another process of this deployment created it first
@@ -92,3 +92,7 @@ def pan_context(merchant_id: int) -> str:
 
 def cvv_context(serial: str) -> str:
     return f"cvv/transaction/{serial}"
+
+
+def control_key_context(merchant_id: int) -> str:
+    return f"control-key/merchant/{merchant_id}"

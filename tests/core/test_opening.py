@@ -20,7 +20,8 @@ from kassa.storage.callbacks import CallbackLease, Limits
 from kassa.storage.database import Database
 from kassa.storage.jobs import Lease
 from kassa.storage.tables import cards, jobs, orders, transactions, transient_secrets
-from tests.support.databases import shop_endpoint
+from kassa.vault.keys import control_key_context
+from tests.support.databases import SHOP_CONTROL_KEY, TEST_VAULT, shop_endpoint
 
 LIMITS = Limits(per_destination=16, per_merchant=32)
 
@@ -136,10 +137,11 @@ def test_an_approved_sale_hands_over_the_callbacks_that_wait_for_no_other(
     queued = _approve(db, started.order_id, CallbackLease("callbacks-a", 10_000, LIMITS))
     assert queued.count == 2
     assert [due.url for due in queued.handed] == handed
-    assert all(due.fields["status"] == "approved" and due.control_key == "key" for due in queued.handed)
-    assert (
-        len(db.write_sync(lambda conn: callback_store.claim(conn, "callbacks-b", 9_999, 1000, 10, LIMITS))) == claimable
-    )
+    assert all(due.fields["status"] == "approved" for due in queued.handed)
+    keys = {TEST_VAULT.decrypt(due.control_key_sealed, control_key_context(merchant_id)) for due in queued.handed}
+    assert keys == {SHOP_CONTROL_KEY}
+    claimed = db.write_sync(lambda conn: callback_store.claim(conn, "callbacks-b", 9_999, 1000, 10, LIMITS))
+    assert len(claimed) == claimable
 
 
 @pytest.mark.parametrize(("sale_callback_delivered", "handed"), [(False, 0), (True, 1)])

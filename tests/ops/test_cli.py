@@ -84,6 +84,15 @@ def test_merchant_created_with_a_control_key_signs_with_it(shared_gateway: Gatew
     assert answer.status_code == 200, answer.text
 
 
+def test_merchant_create_refuses_a_control_key_shorter_than_16_characters(shared_gateway: Gateway) -> None:
+    login = _login()
+    message = readable_failure(shared_gateway, "merchant", "create", "--login", login, "--control-key", "k" * 15)
+    assert "16" in message
+    assert login not in {m["login"] for m in shared_gateway.cli("merchant", "list")}
+    created = shared_gateway.cli("merchant", "create", "--login", login, "--control-key", "k" * 16)
+    assert created["control_key"] == "k" * 16
+
+
 def test_merchant_create_classic_is_listed_as_classic(shared_gateway: Gateway) -> None:
     login = _login()
     assert shared_gateway.cli("merchant", "create", "--login", login, "--classic")["classic"] is True

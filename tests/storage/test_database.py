@@ -15,17 +15,18 @@ from kassa.storage import merchants as merchant_store
 from kassa.storage.database import open_database
 from kassa.storage.migrate import upgrade
 from kassa.storage.tables import merchants
+from tests.support.databases import SHOP_CONTROL_KEY, TEST_VAULT
 
 
 def _create(login: str) -> object:
     def unit(conn: Connection) -> object:
-        return merchant_store.create_merchant(conn, login, "key", False, 0)
+        return merchant_store.create_merchant(conn, TEST_VAULT, login, SHOP_CONTROL_KEY, False, 0)
 
     return unit
 
 
 def _fail_after_insert(conn: Connection) -> None:
-    merchant_store.create_merchant(conn, "half-written", "key", False, 0)
+    merchant_store.create_merchant(conn, TEST_VAULT, "half-written", SHOP_CONTROL_KEY, False, 0)
     raise RuntimeError("boom")
 
 
@@ -54,7 +55,7 @@ def test_unit_result_is_returned_after_commit(database_url: str) -> None:
     db = open_database(database_url)
     try:
         created = asyncio.run(db.write(_create("visible")))
-        found = db.read_sync(lambda conn: merchant_store.merchant_by_login(conn, "visible"))
+        found = db.read_sync(lambda conn: merchant_store.merchant_by_login(conn, TEST_VAULT, "visible"))
     finally:
         db.close()
     assert found == created
@@ -81,7 +82,7 @@ def test_sqlite_read_by_key_runs_on_the_loop_or_in_the_reader_pool_as_configured
     db = open_database(url, sqlite_reads_in_place=in_place)
 
     def read(conn: Connection) -> tuple[object, str]:
-        return merchant_store.merchant_by_login(conn, "shop"), threading.current_thread().name
+        return merchant_store.merchant_by_login(conn, TEST_VAULT, "shop"), threading.current_thread().name
 
     async def run() -> tuple[object, tuple[object, str]]:
         created = await db.write(_create("shop"))

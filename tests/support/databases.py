@@ -12,7 +12,11 @@ import psycopg
 import sqlalchemy
 
 from kassa.storage.database import sqlalchemy_url
+from kassa.vault.keys import Vault
 
+SHOP_CONTROL_KEY = "shop-control-key"
+# The vault of tests that write rows without a gateway (the gateways' own is KASSA_VAULT_KEY, the same key).
+TEST_VAULT = Vault(b"k" * 32)
 POSTGRES_ADMIN_URL = os.environ.get("KASSA_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 
@@ -42,11 +46,11 @@ def run_sql(database_url: str, statement: str) -> list[tuple[Any, ...]]:
 
 
 def shop_endpoint(conn: Any) -> tuple[int, int]:
-    """A merchant ``shop`` (control key ``key``) with a USD sandbox endpoint, written in ``conn``'s
+    """A merchant ``shop`` (control key ``SHOP_CONTROL_KEY``) with a USD sandbox endpoint, written in ``conn``'s
     transaction; returns the merchant's and the endpoint's ids."""
     from kassa.domain.merchants import Mode
     from kassa.storage import merchants as merchant_store
 
-    merchant = merchant_store.create_merchant(conn, "shop", "key", False, 0)
+    merchant = merchant_store.create_merchant(conn, TEST_VAULT, "shop", SHOP_CONTROL_KEY, False, 0)
     spec = merchant_store.EndpointSpec(merchant.id, "USD", Mode.SANDBOX, False, "", None, None, False)
     return merchant.id, merchant_store.create_endpoint(conn, spec, 0)

@@ -263,9 +263,13 @@ def new_merchant(
     from kassa.domain.merchants import Mode
     from kassa.storage import merchants as store
     from kassa.storage.database import open_database
+    from kassa.vault.keys import load_vault
+
+    env = gateway.env
+    vault = load_vault(env["KASSA_VAULT_KEY"] or None, Path(env["KASSA_DATA_DIR"]) / "vault.key")
 
     def create(conn: Any) -> tuple[str, int]:
-        merchant = store.create_merchant(conn, login, uuid.uuid4().hex, False, 0)
+        merchant = store.create_merchant(conn, vault, login, uuid.uuid4().hex, False, 0)
         mode = Mode.LIVE if live else Mode.SANDBOX
         spec = store.EndpointSpec(merchant.id, currency, mode, classic, descriptor, None, None, multi_capture)
         return merchant.control_key, store.create_endpoint(conn, spec, 0)

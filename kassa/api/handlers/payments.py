@@ -19,6 +19,7 @@ from kassa.domain import money
 from kassa.domain.money import Currency
 from kassa.domain.transactions import TxType, rule
 from kassa.storage.orders import NewCard, NewOrder
+from kassa.vault import tokens
 from kassa.vault.keys import cvv_context
 from kassa.web import addresses
 
@@ -75,8 +76,9 @@ async def open_order(req: OperationRequest, new: NewOrder) -> Reply:
     elif started.created:
         req.services.wake_workers(callbacks=False)  # a new order has no callbacks yet: no empty claim
     reply = async_reply(started.serial, req.values["client_orderid"], started.order_id, started.endpoint_id)
-    if started.form_token is not None:
-        reply["redirect-url"] = addresses.form(req.base_url, started.form_token)
+    if started.form_token is not None:  # this request's token, or the first's for a repeat
+        token = tokens.open_token(req.services.vault, started.form_token)
+        reply["redirect-url"] = addresses.form(req.base_url, token)
     return reply
 
 
@@ -126,6 +128,7 @@ def new_order(
         card_id=stored[1] if stored else None,
         cvv_ciphertext=req.services.vault.encrypt(cvv, cvv_context(req.serial)) if cvv else None,
         form_ttl_ms=int(settings.session_ttl_seconds * 1000) if hosted else None,
+        form_token=tokens.new_token(req.services.vault)[1] if hosted else None,
         lease=None if hosted else req.services.job_lease(),
     )
 

@@ -16,6 +16,8 @@ from kassa.storage import orders as order_store
 from kassa.storage.browser_sessions import SessionKind
 from kassa.storage.orders import OrderSnapshot
 from kassa.storage.prepared import Record
+from kassa.vault import tokens
+from kassa.vault.tokens import SealedToken
 from kassa.web import addresses
 from kassa.web.browser_steps import acs_request, method_request
 
@@ -54,7 +56,8 @@ async def _browser_step(req: OperationRequest, tx: Record) -> Reply:
     if record is None or session is None:
         return {}
     base = req.base_url
-    step: Reply = {"redirect-to": addresses.checkout(base, session["token"])}
+    token = tokens.open_token(req.services.vault, SealedToken.of(session))
+    step: Reply = {"redirect-to": addresses.checkout(base, token)}
     step["html"] = render_page("autopost.html", method="get", action=step["redirect-to"], fields={}).html
     step["threeds-version"] = record["version"]
     step["threeds-server-trans-id"] = record["server_trans_id"]

@@ -4,6 +4,8 @@ One module per command group; what they share (settings, database, output) is in
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from kassa import logs
@@ -15,6 +17,10 @@ from kassa.settings import SettingError, Settings
 @click.pass_context
 def main(context: click.Context) -> None:
     """Operate a Kassa gateway."""
+    # Whatever a command creates (the SQLite files, the vault key, their folder, anything a library
+    # writes) is for the operator's account alone; the files that matter are also created with explicit
+    # modes, for code that runs without this entry point.
+    os.umask(0o077)
     try:
         context.obj = Settings.from_env()
     except SettingError as problem:  # one line naming the variable, before any command starts

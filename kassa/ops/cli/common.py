@@ -11,9 +11,11 @@ import orjson
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
+from kassa.runtime import open_store
 from kassa.settings import Settings
 from kassa.storage import merchants as merchant_store
-from kassa.storage.database import Database, open_database
+from kassa.storage.database import Database
+from kassa.vault.keys import Vault, load_vault
 
 T = TypeVar("T")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
@@ -25,9 +27,17 @@ def settings() -> Settings:
     return found
 
 
+def vault() -> Vault:
+    """The vault the gateway's processes use (KASSA_VAULT_KEY, or the key file): control keys are sealed
+    with it, so a CLI with another key creates merchants no server can read."""
+    configured = settings()
+    return load_vault(configured.vault_key, configured.vault_key_file)
+
+
 @contextmanager
 def database() -> Iterator[Database]:
-    db = open_database(settings().database_url, threads=1)
+    """The database, with whatever an older Kassa left in clear sealed first (``runtime.open_store``)."""
+    db, _ = open_store(settings(), threads=1)
     try:
         yield db
     finally:

@@ -10,8 +10,16 @@ from sqlalchemy import Connection
 
 from kassa.clock import now_ms
 from kassa.domain import money
-from kassa.domain.merchants import Endpoint, Merchant, Mode, Network, parse_network
-from kassa.ops.cli.common import database, emit, json_option, write
+from kassa.domain.merchants import (
+    MIN_CONTROL_KEY_LENGTH,
+    Endpoint,
+    Merchant,
+    Mode,
+    Network,
+    control_key_problem,
+    parse_network,
+)
+from kassa.ops.cli.common import database, emit, json_option, vault, write
 from kassa.storage import merchants as merchant_store
 
 
@@ -36,14 +44,23 @@ def _networks_text(m: Merchant) -> str:
 
 @merchant.command("create")
 @click.option("--login", required=True)
-@click.option("--control-key", default=None, help="Default: a random 32-character key.")
+@click.option(
+    "--control-key",
+    default=None,
+    help=f"At least {MIN_CONTROL_KEY_LENGTH} characters. Default: a random 32-character key.",
+)
 @click.option("--classic", is_flag=True, help="Answer non-JSON clients in the classic key=value format.")
 @json_option
 def merchant_create(login: str, control_key: str | None, classic: bool, as_json: bool) -> None:
     """Create a merchant."""
     key = control_key or secrets.token_hex(16)
+    problem = control_key_problem(key)
+    if problem:
+        raise click.BadParameter(problem, param_hint="--control-key")
+    sealer = vault()
     created = write(
-        lambda conn: merchant_store.create_merchant(conn, login, key, classic, now_ms()), f"login {login} is taken"
+        lambda conn: merchant_store.create_merchant(conn, sealer, login, key, classic, now_ms()),
+        f"login {login} is taken",
     )
     emit(
         as_json,
@@ -56,8 +73,9 @@ def merchant_create(login: str, control_key: str | None, classic: bool, as_json:
 @json_option
 def merchant_list(as_json: bool) -> None:
     """List merchants."""
+    opener = vault()
     with database() as db:
-        found = db.read_sync(merchant_store.list_merchants)
+        found = db.read_sync(lambda conn: merchant_store.list_merchants(conn, opener))
     emit(
         as_json,
         [_merchant_dict(m) for m in found],
@@ -166,13 +184,14 @@ def endpoint_create(
     except money.AmountError as problem:
         raise click.BadParameter(str(problem), param_hint="--currency") from None
     low, high = _minor(min_amount, code), _minor(max_amount, code)
+    opener = vault()
 
     def create(conn: Connection) -> Endpoint:
-        owner = merchant_store.merchant_by_login(conn, login)
+        owner = merchant_store.merchant_id(conn, login)
         spec = merchant_store.EndpointSpec(
-            owner.id, code, Mode(mode), classic, descriptor, low, high, multi_capture, endpoint_id
+            owner, code, Mode(mode), classic, descriptor, low, high, multi_capture, endpoint_id
         )
-        return merchant_store.load_endpoint(conn, merchant_store.create_endpoint(conn, spec, now_ms()))
+        return merchant_store.load_endpoint(conn, opener, merchant_store.create_endpoint(conn, spec, now_ms()))
 
     created = write(create, f"endpoint id {endpoint_id} is taken")
     emit(as_json, _endpoint_dict(created), [f"endpoint {created.id} ({code}, {mode}) created for {login}"])
@@ -182,8 +201,9 @@ def endpoint_create(
 @json_option
 def endpoint_list(as_json: bool) -> None:
     """List endpoints and groups."""
+    opener = vault()
     with database() as db:
-        found = db.read_sync(merchant_store.list_endpoints)
+        found = db.read_sync(lambda conn: merchant_store.list_endpoints(conn, opener))
     emit(
         as_json,
         [_endpoint_dict(e) for e in found],
@@ -210,10 +230,11 @@ def group_create(login: str, endpoints: str, as_json: bool) -> None:
     except ValueError:
         raise click.BadParameter("must be endpoint ids separated by commas", param_hint="--endpoints") from None
 
+    opener = vault()
+
     def create(conn: Connection) -> Endpoint:
-        owner = merchant_store.merchant_by_login(conn, login)
-        group_id = merchant_store.create_group(conn, owner.id, member_ids, now_ms())
-        return merchant_store.load_endpoint(conn, group_id)
+        group_id = merchant_store.create_group(conn, merchant_store.merchant_id(conn, login), member_ids, now_ms())
+        return merchant_store.load_endpoint(conn, opener, group_id)
 
     created = write(create)
     emit(as_json, _endpoint_dict(created), [f"group {created.id} created with endpoints {member_ids}"])

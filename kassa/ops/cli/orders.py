@@ -93,7 +93,7 @@ def order_list(login: str | None, status: str | None, limit: int, as_json: bool)
     """Orders, newest first, with the status of their latest transaction."""
 
     def query(conn: Connection) -> list[Any]:
-        merchant_id = merchant_store.merchant_by_login(conn, login).id if login else None
+        merchant_id = merchant_store.merchant_id(conn, login) if login else None
         return order_store.list_orders(conn, merchant_id, status, limit)
 
     with database() as db:
@@ -141,7 +141,7 @@ def ledger_balance(login: str, as_json: bool) -> None:
     """Held, captured-unsettled and settled balance per currency."""
 
     def query(conn: Connection) -> list[ledger_store.CurrencyBalance]:
-        return ledger_store.merchant_balances(conn, merchant_store.merchant_by_login(conn, login).id)
+        return ledger_store.merchant_balances(conn, merchant_store.merchant_id(conn, login))
 
     rows = write(query)
     data = [
