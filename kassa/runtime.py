@@ -15,7 +15,7 @@ from kassa.ratelimit import Limits
 from kassa.sandbox.acquirer import SandboxProcessor
 from kassa.settings import Settings
 from kassa.storage import merchants as merchant_store
-from kassa.storage.callbacks import Limits
+from kassa.storage.callbacks import DeliveryLimits
 from kassa.storage.database import Database, open_database
 from kassa.storage.jobs import Job, Lease
 from kassa.storage.sealing import seal_plaintext
@@ -141,7 +141,7 @@ def _callback_config(settings: Settings) -> CallbackConfig:
         poll_interval=settings.poll_interval,
         lease_seconds=settings.callback_timeout + 5,  # an attempt never outlives its timeout
         concurrency=settings.callback_concurrency,
-        limits=Limits(settings.callback_per_host, settings.callback_per_merchant),
+        limits=DeliveryLimits(settings.callback_per_host, settings.callback_per_merchant),
     )
 
 

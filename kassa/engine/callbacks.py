@@ -23,7 +23,7 @@ from kassa.engine import targets
 from kassa.engine.callback_urls import Unsendable, request_url, with_query
 from kassa.engine.polling import Consumer
 from kassa.storage import callbacks as store
-from kassa.storage.callbacks import Attempt, CallbackLease, Due, Limits
+from kassa.storage.callbacks import Attempt, CallbackLease, DeliveryLimits, Due
 from kassa.storage.database import Database
 from kassa.vault.keys import Vault, control_key_context
 
@@ -41,7 +41,7 @@ class CallbackConfig:
     poll_interval: float
     lease_seconds: float
     concurrency: int  # callbacks in flight in this process, at most
-    limits: Limits  # in flight per destination and per merchant, across processes
+    limits: DeliveryLimits  # in flight per destination and per merchant, across processes
 
 
 class CallbackDispatcher(Consumer):

@@ -4,7 +4,7 @@ Rows are written in the same transaction as the status change they report. Deliv
 with a lease (``FOR UPDATE SKIP LOCKED`` on PostgreSQL), and only the oldest undelivered callback of
 an order for a given URL: each receiver sees one order's events in transaction order. A lease is given
 (by a claim, or as a row is written) only to a callback that can start at once: within the limits of
-callbacks in flight per destination and per merchant (``Limits``), counted from the leases there are.
+callbacks in flight per destination and per merchant (``DeliveryLimits``), counted from the leases there are.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ PENDING, DELIVERED, FAILED = "pending", "delivered", "failed"
 
 
 @dataclass(frozen=True, slots=True)
-class Limits:
+class DeliveryLimits:
     """Callbacks in flight (leased) at once, at most, to one destination and of one merchant."""
 
     per_destination: int
@@ -50,7 +50,7 @@ class Limits:
 class CallbackLease(Lease):
     """A lease for callbacks about to be written, given to those that can start at once within ``limits``."""
 
-    limits: Limits
+    limits: DeliveryLimits
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,7 +245,7 @@ _SIGNER = Prepared(
 )
 
 
-def claim(conn: Connection, owner: str, now_ms: int, lease_ms: int, room: int, limits: Limits) -> list[Due]:
+def claim(conn: Connection, owner: str, now_ms: int, lease_ms: int, room: int, limits: DeliveryLimits) -> list[Due]:
     """Due callbacks that can start now, at most ``room``, leased to ``owner``; each with the control key
     that signs it (read in the same transaction, so a key changed by an operator applies to the next
     attempt)."""

@@ -16,14 +16,14 @@ from kassa.processors.interface import Outcome
 from kassa.storage import callbacks as callback_store
 from kassa.storage import jobs as job_queue
 from kassa.storage import orders as order_store
-from kassa.storage.callbacks import CallbackLease, Limits
+from kassa.storage.callbacks import CallbackLease, DeliveryLimits
 from kassa.storage.database import Database
 from kassa.storage.jobs import Lease
 from kassa.storage.tables import cards, jobs, orders, transactions, transient_secrets
 from kassa.vault.keys import control_key_context
 from tests.support.databases import SHOP_CONTROL_KEY, TEST_VAULT, shop_endpoint
 
-LIMITS = Limits(per_destination=16, per_merchant=32)
+LIMITS = DeliveryLimits(per_destination=16, per_merchant=32)
 
 
 def _endpoint(db: Database) -> tuple[int, int]:

@@ -9,7 +9,7 @@ from kassa.core.opening import open_order
 from kassa.domain.transactions import TxType
 from kassa.storage import callbacks as callback_store
 from kassa.storage import orders as order_store
-from kassa.storage.callbacks import CallbackLease, Limits
+from kassa.storage.callbacks import CallbackLease, DeliveryLimits
 from kassa.storage.database import Database
 from kassa.storage.tables import callbacks
 from tests.support.databases import shop_endpoint
@@ -42,14 +42,14 @@ def _queued(db: Database, urls: list[str], lease: CallbackLease | None = None) -
     return db.write_sync(write)
 
 
-def _claim(db: Database, owner: str, limits: Limits, room: int = 100, now: int = NOW) -> list[str]:
+def _claim(db: Database, owner: str, limits: DeliveryLimits, room: int = 100, now: int = NOW) -> list[str]:
     claimed = db.write_sync(lambda conn: callback_store.claim(conn, owner, now, LEASE_MS, room, limits))
     return [due.url for due in claimed]
 
 
 def test_claim_leaves_callbacks_over_their_destinations_limit_unclaimed(db: Database) -> None:
     _queued(db, ["http://slow.example/a"] * 5 + ["http://fast.example/b", "https://slow.example/c"])
-    limits = Limits(per_destination=2, per_merchant=100)
+    limits = DeliveryLimits(per_destination=2, per_merchant=100)
     first = _claim(db, "callbacks-a", limits)
     assert sorted(first) == [
         "http://fast.example/b", "http://slow.example/a", "http://slow.example/a", "https://slow.example/c",
@@ -57,13 +57,13 @@ def test_claim_leaves_callbacks_over_their_destinations_limit_unclaimed(db: Data
     # Another process counts the callbacks in flight alike: nothing more to slow.example:80 for now.
     assert _claim(db, "callbacks-b", limits) == []
     # With room for three, one more: two are in flight.
-    assert _claim(db, "callbacks-b", Limits(per_destination=3, per_merchant=100)) == ["http://slow.example/a"]
+    assert _claim(db, "callbacks-b", DeliveryLimits(per_destination=3, per_merchant=100)) == ["http://slow.example/a"]
 
 
 def test_claim_leaves_callbacks_over_their_merchants_limit_unclaimed(db: Database) -> None:
     _queued(db, [f"http://host-{n}.example/cb" for n in range(5)])
-    assert len(_claim(db, "callbacks-a", Limits(per_destination=100, per_merchant=3))) == 3
-    assert _claim(db, "callbacks-b", Limits(per_destination=100, per_merchant=3)) == []
+    assert len(_claim(db, "callbacks-a", DeliveryLimits(per_destination=100, per_merchant=3))) == 3
+    assert _claim(db, "callbacks-b", DeliveryLimits(per_destination=100, per_merchant=3)) == []
 
 
 def test_claim_takes_no_more_than_the_room_given_and_first_attempts_before_retries(db: Database) -> None:
@@ -75,13 +75,13 @@ def test_claim_takes_no_more_than_the_room_given_and_first_attempts_before_retri
             .values(attempts=3, next_attempt_at_ms=0)
         )
     )
-    limits = Limits(per_destination=100, per_merchant=100)
+    limits = DeliveryLimits(per_destination=100, per_merchant=100)
     assert _claim(db, "callbacks-a", limits, room=1) == ["http://b.example/new"]
     assert _claim(db, "callbacks-a", limits, room=1) == ["http://a.example/retry"]
 
 
 def test_a_callback_is_written_leased_only_while_its_destination_and_merchant_have_room(db: Database) -> None:
-    lease = CallbackLease("callbacks-a", NOW + LEASE_MS, Limits(per_destination=2, per_merchant=3))
+    lease = CallbackLease("callbacks-a", NOW + LEASE_MS, DeliveryLimits(per_destination=2, per_merchant=3))
     urls = [
         "http://a.example/1",
         "http://a.example/2",

@@ -88,9 +88,10 @@ def merchant_list(as_json: bool) -> None:
 @json_option
 def merchant_show(login: str, as_json: bool) -> None:
     """Show one merchant."""
+    opener = vault()
     with database() as db:
         try:
-            found = db.read_sync(lambda conn: merchant_store.merchant_by_login(conn, login))
+            found = db.read_sync(lambda conn: merchant_store.merchant_by_login(conn, opener, login))
         except merchant_store.NotFound as missing:
             raise click.ClickException(str(missing)) from None
     emit(as_json, _merchant_dict(found), _merchant_lines(found))
@@ -122,7 +123,8 @@ def merchant_update(login: str, networks: list[Network], allow_any_network: bool
     """Change a merchant's allowed networks (endpoint caches pick it up within KASSA_ENDPOINT_CACHE_SECONDS)."""
     if bool(networks) == allow_any_network:
         raise click.UsageError("give --allow-network (one or more) or --allow-any-network")
-    updated = write(lambda conn: merchant_store.set_allowed_networks(conn, login, networks))
+    opener = vault()
+    updated = write(lambda conn: merchant_store.set_allowed_networks(conn, opener, login, networks))
     emit(as_json, _merchant_dict(updated), _merchant_lines(updated))
 
 
