@@ -5,7 +5,7 @@ may send ``burst`` requests at once and then ``rate`` a second; a refused reques
 client that keeps knocking is let in as soon as its budget allows. Times come from ``kassa.clock``, so a
 test gateway's moved clock refills budgets without sleeping. The state is this process's alone: with
 ``kassa serve --processes N`` a client whose connections land on several processes gets up to N times
-the limit (measured and documented in docs/operations.md).
+the limit (README, *Limits and timeouts*).
 """
 
 from __future__ import annotations
