@@ -22,6 +22,9 @@ class OperationRequest:
     form: dict[str, str]  # canonical field names, trimmed text
     services: Services
     base_url: str  # the gateway's public address with the prefix, for links the customer follows
+    # A control still to be checked against the order's amount and currency (``signatures.verify``):
+    # the handler must check it before it changes anything.
+    order_signature: Callable[[int, str], bool] | None = None
 
     @property
     def merchant_id(self) -> int:

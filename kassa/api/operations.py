@@ -57,6 +57,9 @@ class Operation:
     fields: tuple[Field, ...]
     handler: Handler | None  # None: answers 501 until it is built
     summary: str
+    # Capture and return without amount and currency: the original gateway's PHP client signs the
+    # order's amount and currency anyway (``signatures.verify``).
+    order_amount_signing: bool = False
     # v4 spells names either way: "credit-card-number" and "credit_card_number" both mean the declared
     # field. Built once with the row, since every field of every request is looked up here.
     spellings: dict[str, str] = field(init=False)
@@ -134,6 +137,7 @@ OPERATIONS: tuple[Operation, ...] = (
         fields=s.CAPTURE_FIELDS,
         handler=followups.capture,
         summary="Capture a preauth, fully or partially",
+        order_amount_signing=True,
     ),
     Operation(
         path="/api/v2/create-card-ref",
@@ -224,6 +228,7 @@ OPERATIONS: tuple[Operation, ...] = (
         fields=s.CAPTURE_FIELDS,
         handler=followups.refund,
         summary="Cancel a preauth, or reverse a sale or capture",
+        order_amount_signing=True,
     ),
     Operation(
         path="/api/v2/sale-form",

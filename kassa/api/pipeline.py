@@ -83,10 +83,10 @@ async def _run(
         raise ApiError(Code.FIELD, str(unreadable)) from None
     exchange.client_orderid = form.get("client_orderid") or None
     values = validate(op.fields, form)
-    verify(op, endpoint, path_id, form, values)
+    order_signature = verify(op, endpoint, path_id, form, values)
     await _guard_callback_targets(endpoint, values)
     base = base_url(services.settings, scope["scheme"], headers.get("host") or Request(scope).url.netloc)
-    checked = OperationRequest(op, exchange.serial, endpoint, values, form, services, base)
+    checked = OperationRequest(op, exchange.serial, endpoint, values, form, services, base, order_signature)
     key = headers.get("idempotency-key")
     if key is None:
         return await _answer(checked, exchange)
@@ -95,12 +95,16 @@ async def _run(
 
 
 async def _answer(checked: OperationRequest, exchange: Exchange) -> Answer:
-    """The handler's answer, refusals included (they are answers a repeated key must get again)."""
+    """The handler's answer, refusals included (they are answers a repeated key must get again), but for
+    a signature found wrong only once the order was read: that request was never authenticated, so it
+    must not hold a key, and is refused by ``handle``."""
     assert checked.op.handler is not None
     try:
         fields = {"type": checked.op.response.type, **await checked.op.handler(checked)}
         return render(fields, classic=exchange.classic)
     except ApiError as refusal:
+        if refusal.code is Code.SIGNATURE:
+            raise
         return exchange.refusal(refusal)
 
 
