@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,15 @@ def verify(
     if op.order_amount_signing and "amount" not in values and "currency" not in values:
         return partial(_signs_order, op.signing, signed, merchant.control_key, values["control"])
     raise mismatch(op)
+
+
+def replay_digest(op: Operation, path_id: str, form: dict[str, str], values: dict[str, Any]) -> str:
+    """What a request and its replays share: the values its control signs, and the control. Unsigned
+    fields, their order and spelling do not count (a replay may add or change them at will); the control
+    does, so that a request whose control is still to be checked never reaches another's answer."""
+    assert isinstance(op.signing, ControlFormula)
+    signed = op.signing.message(signed_values(path_id, form, values))
+    return hashlib.sha256(f"{signed}\n{values['control'].lower()}".encode()).hexdigest()
 
 
 def mismatch(op: Operation) -> ApiError:

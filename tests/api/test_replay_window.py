@@ -158,3 +158,15 @@ def test_idempotency_keys_in_the_replay_windows_namespace_are_refused(merchant: 
     answer = _send(merchant, "return", _body(merchant, "rw-10", order), **{"Idempotency-Key": "replay-window:x"})
     assert (answer.status_code, answer.json()["error-code"]) == (400, "1")
     assert "Idempotency-Key" in answer.json()["error-message"]
+
+
+def test_a_shifted_split_of_the_signed_values_is_the_same_request_within_the_window(
+    make_merchant: Callable[..., Merchant],
+) -> None:
+    m = guarded(make_merchant(), 600)
+    order = approved_order(m, "rw-11", amount="100.00")
+    first = _send(m, "return", _body(m, "rw-11", order))
+    assert first.status_code == 200, first.text
+    shifted = follow_up_fields(m, "rw-11", order, "10.00")
+    shifted.update(client_orderid="rw-11" + order[0], orderid=order[1:])  # signs exactly as the first
+    assert _send(m, "return", urlencode(shifted)).content == first.content
