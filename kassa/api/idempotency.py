@@ -20,8 +20,6 @@ from kassa.storage import idempotency as store
 
 _WAIT_SECONDS = 30.0
 _POLL_SECONDS = 0.02
-
-
 _REPLAY_PREFIX = "replay-window:"
 
 

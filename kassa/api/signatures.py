@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kassa.api.errors import ApiError, Code
+from kassa.core.followups import OrderSignature
 from kassa.domain.merchants import Endpoint
 from kassa.domain.money import Currency
 from kassa.signing.control import ControlFormula, control_matches
 
 if TYPE_CHECKING:  # the operation table imports the handlers, which refuse with ``mismatch``
     from kassa.api.operations import Operation
-
-# Whether a control signs the order's amount (minor units) and currency: known once the order is read.
-OrderSignature = Callable[[int, str], bool]
 
 
 def verify(
