@@ -16,12 +16,12 @@ from kassa.core.opening import open_order
 from kassa.domain.transactions import TxType
 from kassa.storage import callbacks as store
 from kassa.storage import orders as order_store
-from kassa.storage.callbacks import CallbackLease, Limits
+from kassa.storage.callbacks import CallbackLease, DeliveryLimits
 from kassa.storage.database import open_database
 from kassa.storage.migrate import upgrade
 from tests.support.databases import fresh_postgres, shop_endpoint
 
-LIMITS = Limits(per_destination=16, per_merchant=32)
+LIMITS = DeliveryLimits(per_destination=16, per_merchant=32)
 FOREVER, EXPIRED = 10**15, 0
 
 

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kassa.core.followups import OrderSignature
 from kassa.domain.merchants import Endpoint
 
 if TYPE_CHECKING:
@@ -22,6 +23,9 @@ class OperationRequest:
     form: dict[str, str]  # canonical field names, trimmed text
     services: Services
     base_url: str  # the gateway's public address with the prefix, for links the customer follows
+    # A control still to be checked against the order's amount and currency (``signatures.verify``):
+    # the handler must check it before it changes anything.
+    order_signature: OrderSignature | None = None
 
     @property
     def merchant_id(self) -> int:

@@ -57,6 +57,11 @@ class Operation:
     fields: tuple[Field, ...]
     handler: Handler | None  # None: answers 501 until it is built
     summary: str
+    # Capture and return without amount and currency: the original gateway's PHP client signs the
+    # order's amount and currency anyway (``signatures.verify``).
+    order_amount_signing: bool = False
+    # Moves money on a control with no nonce: the endpoint's replay window applies (``pipeline``).
+    replay_guarded: bool = False
     # v4 spells names either way: "credit-card-number" and "credit_card_number" both mean the declared
     # field. Built once with the row, since every field of every request is looked up here.
     spellings: dict[str, str] = field(init=False)
@@ -134,6 +139,8 @@ OPERATIONS: tuple[Operation, ...] = (
         fields=s.CAPTURE_FIELDS,
         handler=followups.capture,
         summary="Capture a preauth, fully or partially",
+        order_amount_signing=True,
+        replay_guarded=True,
     ),
     Operation(
         path="/api/v2/create-card-ref",
@@ -164,6 +171,7 @@ OPERATIONS: tuple[Operation, ...] = (
         fields=s.REBILL_FIELDS,
         handler=card_refs.make_rebill,
         summary="Charge a stored card without the cardholder",
+        replay_guarded=True,
     ),
     Operation(
         path="/api/v2/payment-form",
@@ -224,6 +232,8 @@ OPERATIONS: tuple[Operation, ...] = (
         fields=s.CAPTURE_FIELDS,
         handler=followups.refund,
         summary="Cancel a preauth, or reverse a sale or capture",
+        order_amount_signing=True,
+        replay_guarded=True,
     ),
     Operation(
         path="/api/v2/sale-form",
@@ -264,6 +274,7 @@ OPERATIONS: tuple[Operation, ...] = (
         fields=s.ORDER_REF_FIELDS,
         handler=followups.void,
         summary="Void an approved sale or capture not yet settled",
+        replay_guarded=True,
     ),
     Operation(
         path="/api/v4/create-card-ref",

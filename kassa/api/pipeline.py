@@ -7,19 +7,19 @@ import dataclasses
 import logging
 import time
 from dataclasses import dataclass
+from functools import partial
 
 from starlette.requests import Request
 from starlette.types import Receive, Scope
 
 from kassa import randomness
-from kassa.api import idempotency
+from kassa.api import idempotency, signatures
 from kassa.api.admission import admit, client_host, rate_limited
 from kassa.api.context import OperationRequest
 from kassa.api.errors import ApiError, Code, field_error, internal_error
 from kassa.api.fields import validate
 from kassa.api.operations import Operation
 from kassa.api.rendering import Answer, render, wants_json
-from kassa.api.signatures import verify
 from kassa.domain.merchants import Endpoint
 from kassa.engine import targets
 from kassa.logs import log_request, serial_var
@@ -103,25 +103,54 @@ async def _run(
         raise ApiError(Code.FIELD, str(unreadable)) from None
     exchange.client_orderid = form.get("client_orderid") or None
     values = validate(op.fields, form)
-    verify(op, endpoint, path_id, form, values)
+    order_signature = signatures.verify(op, endpoint, path_id, form, values)
     await _guard_callback_targets(endpoint, values)
     base = base_url(services.settings, scope["scheme"], headers.get("host") or Request(scope).url.netloc)
-    checked = OperationRequest(op, exchange.serial, endpoint, values, form, services, base)
+    checked = OperationRequest(op, exchange.serial, endpoint, values, form, services, base, order_signature)
+    produce = partial(_answer, checked, exchange)
+    if op.replay_guarded and (window_ms := endpoint.replay_window_ms):
+        signed = signatures.replay_digest(op, path_id, form, values)
+        produce = partial(_answer_in_window, checked, exchange, window_ms, signed)
     key = headers.get("idempotency-key")
     if key is None:
-        return await _answer(checked, exchange)
+        return await produce()
     digest = idempotency.request_hash(scope["path"], body)
-    return await idempotency.run_once(services, endpoint.merchant.id, key, digest, lambda: _answer(checked, exchange))
+    return await idempotency.run_once(services, endpoint.merchant.id, idempotency.header_key(key), digest, produce)
 
 
 async def _answer(checked: OperationRequest, exchange: Exchange) -> Answer:
     """The handler's answer, refusals included (they are answers a repeated key must get again)."""
-    assert checked.op.handler is not None
     try:
-        fields = {"type": checked.op.response.type, **await checked.op.handler(checked)}
-        return render(fields, classic=exchange.classic)
+        return await _reply(checked, exchange)
     except ApiError as refusal:
-        return exchange.refusal(refusal)
+        return _kept_refusal(exchange, refusal)
+
+
+async def _answer_in_window(checked: OperationRequest, exchange: Exchange, window_ms: int, signed: str) -> Answer:
+    """A follow-up whose signed values and control repeat one answered within the endpoint's replay window
+    gets that answer, and moves no money again. Only accepted requests are kept: a refused one moved
+    nothing and may rightly be sent again (a return refused while its sale was ``unknown``)."""
+    key = idempotency.replay_key(checked.op.code, signed)
+    try:
+        reply = partial(_reply, checked, exchange)
+        return await idempotency.run_once(checked.services, checked.merchant_id, key, signed, reply, ttl_ms=window_ms)
+    except ApiError as refusal:
+        return _kept_refusal(exchange, refusal)
+
+
+async def _reply(checked: OperationRequest, exchange: Exchange) -> Answer:
+    assert checked.op.handler is not None
+    fields = {"type": checked.op.response.type, **await checked.op.handler(checked)}
+    return render(fields, classic=exchange.classic)
+
+
+def _kept_refusal(exchange: Exchange, refusal: ApiError) -> Answer:
+    """A refusal as an answer to keep for a repeated key, but not one of a signature found wrong only once
+    the order was read: that request was never authenticated, so it must not hold a key (``handle``
+    answers it)."""
+    if refusal.code is Code.SIGNATURE:
+        raise refusal
+    return exchange.refusal(refusal)
 
 
 async def _guard_callback_targets(endpoint: Endpoint, values: dict[str, object]) -> None:

@@ -18,3 +18,7 @@ class FieldMismatch(ValueError):
 
 class NotWaiting(Exception):
     """The transaction is not at the 3-D Secure step a message belongs to."""
+
+
+class SignatureMismatch(Exception):
+    """The control matches neither formula, now that the order it names was read (or found missing)."""

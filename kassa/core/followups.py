@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
-from kassa.core.errors import FieldMismatch, NoSuchOrder
+from kassa.core.errors import FieldMismatch, NoSuchOrder, SignatureMismatch
 from kassa.domain.orders import OrderState, plan_card_ref
 from kassa.domain.transactions import TxType
 from kassa.storage import card_refs as card_ref_store
@@ -42,18 +42,41 @@ class Added:
     endpoint_id: int
 
 
-def locked_order(conn: Connection, ref: OrderRef) -> Record:
-    """The order ``ref`` names, locked until the database transaction ends."""
+# Whether the request's control signs the order's amount (minor units) and currency.
+OrderSignature = Callable[[int, str], bool]
+
+
+def locked_order(conn: Connection, ref: OrderRef, signature: OrderSignature | None = None) -> Record:
+    """The order ``ref`` names, locked until the database transaction ends. With ``signature``, the request
+    is refused unless it signs that order, before anything else: a request whose control matches nothing
+    learns the same whether or not the order exists."""
     order = order_store.lock_order_for_merchant(conn, ref.endpoint_ids, ref.order_id)
-    if order is None or order["client_orderid"] != ref.client_orderid:
+    if order is not None and order["client_orderid"] != ref.client_orderid:
+        order = None
+    if signature is not None and not _signs(signature, order):
+        raise SignatureMismatch()
+    if order is None:
         raise NoSuchOrder("no such order for this endpoint and client_orderid")
     return order
 
 
+def _signs(signature: OrderSignature, order: Record | None) -> bool:
+    # The digest is computed for a missing order too, so the time taken does not tell either.
+    signed = signature(order["amount"], order["currency"]) if order is not None else signature(0, "")
+    return signed and order is not None
+
+
 def follow_up(
-    conn: Connection, ref: OrderRef, plan: Plan, amount: int | None, currency: str | None, serial: str, now_ms: int
+    conn: Connection,
+    ref: OrderRef,
+    plan: Plan,
+    amount: int | None,
+    currency: str | None,
+    serial: str,
+    now_ms: int,
+    signature: OrderSignature | None = None,
 ) -> Added:
-    order = locked_order(conn, ref)
+    order = locked_order(conn, ref, signature)
     if currency is not None and currency != order["currency"]:
         raise FieldMismatch("currency", f"must be the order's currency {order['currency']}")
     tx_type, planned = plan(order_store.order_state(conn, order), amount)

@@ -79,6 +79,7 @@ class Endpoint:
     multi_capture: bool
     enabled: bool
     members: tuple[Endpoint, ...] = ()
+    replay_window_seconds: int = 0  # 0: off; groups have none of their own
 
     @property
     def speaks_classic(self) -> bool:
@@ -91,6 +92,12 @@ class Endpoint:
         """The endpoint that serves ``currency``: itself, or for a group the enabled member that does."""
         candidates = self.members if self.is_group else (self,)
         return next((e for e in candidates if e.currency == currency and e.enabled), None)
+
+    @property
+    def replay_window_ms(self) -> int:
+        """The replay window of a request addressed here: a group call may reach any member's orders, so
+        it takes the longest of theirs."""
+        return 1000 * max(e.replay_window_seconds for e in (self, *self.members))
 
     @property
     def touches_live(self) -> bool:

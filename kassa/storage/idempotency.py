@@ -1,4 +1,5 @@
-"""Stored answers of requests that carried an ``Idempotency-Key`` (per merchant, kept 24 hours)."""
+"""Stored answers of requests that carried an ``Idempotency-Key`` (per merchant, kept 24 hours), and of
+follow-ups within their endpoint's replay window (``kassa.api.idempotency.replay_key``)."""
 
 from __future__ import annotations
 
@@ -31,10 +32,11 @@ class Claim:
     answer: StoredAnswer | None = None
 
 
-def claim(conn: Connection, *, merchant_id: int, key: str, request_hash: str) -> Claim:
+def claim(conn: Connection, *, merchant_id: int, key: str, request_hash: str, ttl_ms: int = TTL_MS) -> Claim:
+    """``ttl_ms``: how long a stored answer is replayed (24 hours; an endpoint's replay window)."""
     now = now_ms()
     row = conn.execute(select(idempotency_keys).where(_this(merchant_id, key))).mappings().first()
-    if row is not None and row["created_at_ms"] < now - TTL_MS:
+    if row is not None and row["created_at_ms"] < now - ttl_ms:
         conn.execute(delete(idempotency_keys).where(_this(merchant_id, key)))
         row = None
     if row is None:

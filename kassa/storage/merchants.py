@@ -69,6 +69,7 @@ class EndpointSpec:
     max_amount: int | None
     multi_capture: bool
     endpoint_id: int | None = None
+    replay_window_seconds: int = 0
 
 
 def create_endpoint(conn: Connection, spec: EndpointSpec, now_ms: int) -> int:
@@ -84,6 +85,7 @@ def create_endpoint(conn: Connection, spec: EndpointSpec, now_ms: int) -> int:
         "multi_capture": spec.multi_capture,
         "enabled": True,
         "created_at_ms": now_ms,
+        "replay_window_seconds": spec.replay_window_seconds,
     }
     if spec.endpoint_id is not None:
         values["id"] = spec.endpoint_id
@@ -117,6 +119,14 @@ def create_group(conn: Connection, merchant_id: int, member_ids: Sequence[int], 
     )
     conn.execute(insert(group_members), [{"group_id": group_id, "endpoint_id": m} for m in member_ids])
     return group_id
+
+
+def set_replay_window(conn: Connection, vault: Vault, endpoint_id: int, seconds: int) -> Endpoint:
+    """Sets an endpoint's replay window; a group has none of its own (it takes its members')."""
+    if _endpoint_row(conn, endpoint_id)["kind"] == "group":
+        raise NotFound(f"{endpoint_id} is a group: set the replay window on its member endpoints")
+    conn.execute(update(endpoints).where(endpoints.c.id == endpoint_id).values(replay_window_seconds=seconds))
+    return load_endpoint(conn, vault, endpoint_id)
 
 
 def has_live_endpoint(conn: Connection) -> bool:
@@ -173,4 +183,5 @@ def _endpoint(row: Record, merchant: Merchant, members: tuple[Endpoint, ...] = (
         multi_capture=bool(row["multi_capture"]),
         enabled=bool(row["enabled"]),
         members=members,
+        replay_window_seconds=row["replay_window_seconds"],
     )

@@ -55,6 +55,8 @@ endpoints = Table(
     Column("multi_capture", Boolean, nullable=False, default=False),
     Column("enabled", Boolean, nullable=False, default=True),
     Column("created_at_ms", BigInteger, nullable=False),
+    # Seconds within which a follow-up repeating an earlier one's signed values gets its answer (0: off).
+    Column("replay_window_seconds", Integer, nullable=False, default=0, server_default="0"),
     sqlite_autoincrement=True,
 )
 

@@ -237,6 +237,45 @@ def test_endpoint_create_with_a_malformed_limit_fails_readably(shared_gateway: G
     )
 
 
+def test_endpoint_replay_window_is_set_at_creation_or_by_update_and_shown(
+    shared_gateway: Gateway, shop: Merchant
+) -> None:
+    created = shared_gateway.cli(
+        "endpoint", "create", "--merchant", shop.login, "--currency", "USD", "--replay-window", "300"
+    )
+    assert created["replay_window"] == 300
+    updated = shared_gateway.cli("endpoint", "update", "--id", str(created["id"]), "--replay-window", "60")
+    assert updated["replay_window"] == 60
+    listed = {e["id"]: e for e in shared_gateway.cli("endpoint", "list")}
+    assert listed[created["id"]]["replay_window"] == 60
+    assert listed[shop.endpoint_id]["replay_window"] == 0
+    human = cli_run(shared_gateway, "endpoint", "list")
+    line = next(line for line in human.stdout.splitlines() if line.split()[0] == str(created["id"]))
+    assert "replay-window=60s" in line
+    off = cli_run(shared_gateway, "endpoint", "update", "--id", str(created["id"]), "--replay-window", "0")
+    assert off.returncode == 0, off.stderr
+    assert "off" in off.stdout
+
+
+@pytest.mark.parametrize("window", ["-1", "86401", "soon"])
+def test_endpoint_update_with_a_window_out_of_range_fails_readably(
+    shared_gateway: Gateway, shop: Merchant, window: str
+) -> None:
+    readable_failure(shared_gateway, "endpoint", "update", "--id", str(shop.endpoint_id), "--replay-window", window)
+
+
+def test_endpoint_update_of_an_unknown_endpoint_or_a_group_fails_readably(
+    shared_gateway: Gateway, shop: Merchant
+) -> None:
+    assert "99999999" in readable_failure(
+        shared_gateway, "endpoint", "update", "--id", "99999999", "--replay-window", "60"
+    )
+    group = shared_gateway.cli("group", "create", "--merchant", shop.login, "--endpoints", str(shop.endpoint_id))
+    assert "group" in readable_failure(
+        shared_gateway, "endpoint", "update", "--id", str(group["id"]), "--replay-window", "60"
+    )
+
+
 # --- groups ------------------------------------------------------------------------------------------------
 
 

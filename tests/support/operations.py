@@ -22,15 +22,21 @@ def account_verification(m: Merchant, client_orderid: str, cvv2: str = "123") ->
     return m.gateway.post(f"/api/v2/account-verification/{m.endpoint_id}", data)
 
 
-def _money_op(
-    m: Merchant, path: str, client_orderid: str, orderid: str, amount: str | None, **headers: str
-) -> httpx.Response:
+def follow_up_fields(m: Merchant, client_orderid: str, orderid: str, amount: str | None = None) -> dict[str, str]:
+    """A signed capture, return or void body (CONTRACT §4: amount and currency signed only when sent)."""
     data = {"login": m.login, "client_orderid": client_orderid, "orderid": orderid}
     if amount is None:
         data["control"] = sha1(m.login, client_orderid, orderid, m.control_key)
     else:
         data.update(amount=amount, currency=m.currency)
         data["control"] = sha1(m.login, client_orderid, orderid, minor_units(amount), m.currency, m.control_key)
+    return data
+
+
+def _money_op(
+    m: Merchant, path: str, client_orderid: str, orderid: str, amount: str | None, **headers: str
+) -> httpx.Response:
+    data = follow_up_fields(m, client_orderid, orderid, amount)
     return m.gateway.post(f"{path}/{m.endpoint_id}", data, {"Accept": "application/vnd.pay+json", **headers})
 
 

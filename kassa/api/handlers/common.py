@@ -7,9 +7,10 @@ from typing import TypeVar
 
 from sqlalchemy import Connection
 
+from kassa.api import signatures
 from kassa.api.context import OperationRequest, Reply
 from kassa.api.errors import ApiError, Code, field_error
-from kassa.core.errors import FieldMismatch, NoSuchOrder, NotWaiting
+from kassa.core.errors import FieldMismatch, NoSuchOrder, NotWaiting, SignatureMismatch
 from kassa.core.followups import OrderRef
 from kassa.domain.merchants import Endpoint
 from kassa.domain.orders import OrderRuleError, Refusal
@@ -29,6 +30,8 @@ async def change_order(req: OperationRequest, change: Callable[[Connection], T])
     """Runs a state change of ``kassa.core`` on an order; its refusals as the merchant gets them."""
     try:
         return await req.services.db.write(change)
+    except SignatureMismatch:
+        raise signatures.mismatch(req.op) from None
     except NoSuchOrder as missing:
         raise ApiError(Code.NOT_FOUND, str(missing)) from None
     except OrderRuleError as refused:  # codes 6 and 7

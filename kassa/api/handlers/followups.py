@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from kassa.api.context import OperationRequest, Reply
 from kassa.api.errors import field_error
 from kassa.api.handlers.common import async_reply, change_order, order_ref
@@ -32,7 +34,11 @@ async def _follow_up(req: OperationRequest, plan: Plan) -> Reply:
     if amount is not None and currency is None:
         raise field_error("currency", "is required with amount")
     code = currency.code if currency else None
-    ref, now = order_ref(req), now_ms()
-    added = await change_order(req, lambda conn: followups.follow_up(conn, ref, plan, amount, code, req.serial, now))
+    ref, now, signature = order_ref(req), now_ms(), req.order_signature
+
+    def change(conn: Connection) -> followups.Added:
+        return followups.follow_up(conn, ref, plan, amount, code, req.serial, now, signature)
+
+    added = await change_order(req, change)
     req.services.wake_workers()
     return async_reply(req.serial, ref.client_orderid, added.order_id, added.endpoint_id)

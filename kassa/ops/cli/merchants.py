@@ -154,7 +154,21 @@ def _endpoint_dict(e: Endpoint) -> dict[str, Any]:
         "min_amount": e.min_amount,
         "max_amount": e.max_amount,
         "members": [m.id for m in e.members],
+        "replay_window": e.replay_window_seconds,
     }
+
+
+def _window_text(e: Endpoint) -> str:
+    return f"{e.replay_window_seconds}s" if e.replay_window_seconds else "off"
+
+
+# Within a day, as Idempotency-Key answers are kept: longer, a legitimate repeat would be mistaken for
+# a replay long after anyone could still be retrying.
+_WINDOW = click.IntRange(0, 24 * 3600)
+_WINDOW_HELP = (
+    "Seconds within which a capture, return, void or make-rebill repeating an earlier one's signed "
+    "values gets the earlier answer instead of moving money again (0: off, the default)."
+)
 
 
 @endpoint.command("create")
@@ -167,6 +181,7 @@ def _endpoint_dict(e: Endpoint) -> dict[str, Any]:
 @click.option("--min-amount", default=None, help="Decimal, in the endpoint's currency.")
 @click.option("--max-amount", default=None, help="Decimal, in the endpoint's currency.")
 @click.option("--multi-capture", is_flag=True, help="Allow several partial captures of one preauth.")
+@click.option("--replay-window", type=_WINDOW, default=0, help=_WINDOW_HELP)
 @json_option
 def endpoint_create(
     login: str,
@@ -178,6 +193,7 @@ def endpoint_create(
     min_amount: str | None,
     max_amount: str | None,
     multi_capture: bool,
+    replay_window: int,
     as_json: bool,
 ) -> None:
     """Create an endpoint for one currency."""
@@ -191,12 +207,23 @@ def endpoint_create(
     def create(conn: Connection) -> Endpoint:
         owner = merchant_store.merchant_id(conn, login)
         spec = merchant_store.EndpointSpec(
-            owner, code, Mode(mode), classic, descriptor, low, high, multi_capture, endpoint_id
+            owner, code, Mode(mode), classic, descriptor, low, high, multi_capture, endpoint_id, replay_window
         )
         return merchant_store.load_endpoint(conn, opener, merchant_store.create_endpoint(conn, spec, now_ms()))
 
     created = write(create, f"endpoint id {endpoint_id} is taken")
     emit(as_json, _endpoint_dict(created), [f"endpoint {created.id} ({code}, {mode}) created for {login}"])
+
+
+@endpoint.command("update")
+@click.option("--id", "endpoint_id", type=int, required=True)
+@click.option("--replay-window", type=_WINDOW, required=True, help=_WINDOW_HELP)
+@json_option
+def endpoint_update(endpoint_id: int, replay_window: int, as_json: bool) -> None:
+    """Change an endpoint's settings. Running gateways see the change within KASSA_ENDPOINT_CACHE_SECONDS."""
+    opener = vault()
+    updated = write(lambda conn: merchant_store.set_replay_window(conn, opener, endpoint_id, replay_window))
+    emit(as_json, _endpoint_dict(updated), [f"endpoint {updated.id}: replay window {_window_text(updated)}"])
 
 
 @endpoint.command("list")
@@ -210,7 +237,8 @@ def endpoint_list(as_json: bool) -> None:
         as_json,
         [_endpoint_dict(e) for e in found],
         [
-            f"{e.id}\t{'group' if e.is_group else e.currency}\t{e.mode.value}\t{e.merchant.login}\t{e.descriptor}"
+            f"{e.id}\t{'group' if e.is_group else e.currency}\t{e.mode.value}\t{e.merchant.login}\t"
+            f"replay-window={_window_text(e)}\t{e.descriptor}"
             for e in found
         ],
     )
