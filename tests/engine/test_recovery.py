@@ -78,13 +78,13 @@ def test_callbacks_in_flight_when_the_gateway_is_killed_are_all_delivered_after_
 ) -> None:
     gateway = gateway_factory()
     merchant = new_merchant(gateway, "crash-callbacks")
-    # The receiver holds every request it gets until after the kill: the first 16 (KASSA_CALLBACK_PER_HOST)
-    # are in flight when the gateway dies, the rest wait unleased for room. The dead process's leases hold
-    # that room until they end; then every callback goes out.
+    # The receiver holds every request it gets until after the kill: the first 16 (KASSA_CALLBACK_PER_HOST;
+    # a few more on PostgreSQL if writes raced) are in flight when the gateway dies, the rest wait unleased
+    # for room. The dead process's leases hold that room until they end; then every callback goes out.
     receiver = Receiver(free_port(), script=["timeout"] * 30, hang_seconds=60)
     with running(receiver):
         orders = [merchant.sale(f"cb-crash-{n}", server_callback_url=receiver.url).json() for n in range(30)]
-        _wait(lambda: len(receiver.script) == 30 - CALLBACK_PER_HOST, "callbacks in flight")
+        _wait(lambda: len(receiver.script) <= 30 - CALLBACK_PER_HOST, "callbacks in flight")
         gateway.kill()
         receiver.script.clear()  # from now on every request is answered at once
 
