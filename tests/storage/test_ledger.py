@@ -9,10 +9,11 @@ from kassa.domain.merchants import Mode
 from kassa.storage import ledger, merchants
 from kassa.storage.database import Database
 from kassa.storage.tables import orders
+from tests.support.databases import TEST_VAULT
 
 
 def _order(conn: Connection) -> tuple[int, dict[str, object]]:
-    merchant = merchants.create_merchant(conn, "big", "k" * 32, False, 0)
+    merchant = merchants.create_merchant(conn, TEST_VAULT, "big", "k" * 32, False, 0)
     spec = merchants.EndpointSpec(merchant.id, "KWD", Mode.SANDBOX, False, "", None, None, False)
     endpoint_id = merchants.create_endpoint(conn, spec, 0)
     row = {
