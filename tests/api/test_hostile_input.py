@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import given
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 from kassa.api.operations import OPERATIONS, Operation
 from tests.support.bodies import body
 from tests.support.gateway import Gateway, Merchant, new_merchant
-from tests.support.operations import approved_order
+from tests.support.operations import LEDGER_OK, approved_order, ledger_check
 
 CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
@@ -40,8 +41,11 @@ VALUES = st.one_of(
 
 
 @pytest.fixture(scope="module")
-def shop(shared_gateway: Gateway) -> Merchant:
-    return new_merchant(shared_gateway, f"m-{uuid.uuid4().hex[:10]}")
+def shop(shared_gateway: Gateway) -> Iterator[Merchant]:
+    merchant = new_merchant(shared_gateway, f"m-{uuid.uuid4().hex[:10]}")
+    yield merchant
+    # After every hostile request: the money the gateway moved is still accounted for.
+    assert ledger_check(merchant) == LEDGER_OK
 
 
 @pytest.fixture(scope="module")
