@@ -135,6 +135,8 @@ class Gateway:
             if sockets_on(pids, self.port, LISTEN) and _answers(f"{self.base}/openapi.json"):
                 return True
             time.sleep(0.05)
+        self.process.kill()  # else it outlives the test session, polling a database that is dropped
+        self.process.wait()
         raise RuntimeError("gateway did not start")
 
     def stop(self) -> None:
