@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from urllib.parse import urlsplit
 
-from kassa.domain import money
+from kassa.domain import money, urls
 from kassa.domain.lifecycle import Stage, status_of
 from kassa.signing.control import CALLBACK, control_of
 
@@ -56,12 +55,11 @@ def retry_delay_ms(attempts: int, base_seconds: float, factor: float) -> int:
 
 
 def destination(url: str) -> str:
-    """Where a callback goes, as the delivery limits count it: host and port (``shop.example:443``). An
-    address no request can be made to gets one key of its own, so its attempts, which fail at once, are
-    limited together."""
+    """Where a callback goes, as the delivery limits count it: host and port as the sender connects
+    (``shop.example:443``). An address no request can be made to gets one key of its own, so its attempts,
+    which fail at once, are limited together."""
     try:
-        parts = urlsplit(url)
-        port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
-    except ValueError:
+        parsed = urls.sendable(url)
+    except urls.UrlError:
         return "unsendable"
-    return f"{parts.hostname or ''}:{port}"[:255]
+    return f"{parsed.raw_host}:{parsed.port}"[:255]

@@ -54,6 +54,12 @@ def sendable(text: str) -> yarl.URL:
     return url
 
 
+def origin(url: yarl.URL) -> str:
+    """``scheme://host[:port]`` of a ``sendable`` URL as it goes on the wire (punycode, IPv6 in brackets,
+    the port only when written): what a Content-Security-Policy names and the SSRF guard checks."""
+    return f"{url.scheme}://{url.raw_authority}"
+
+
 def _authority(text: str) -> str:
     found = _AUTHORITY.match(text)
     return found[1] if found else ""

@@ -1,10 +1,11 @@
 """The request URL of a callback: the receiver's URL with the signed fields added to its query, in the
 form the HTTP client sends, or the reason it cannot be sent (``Unsendable``).
 
-A URL that passed the request-time check may still be one no request can be made to (a port out of range,
-a ``\\`` before ``@``, a host name with a space): every such URL is an attempt that fails with its reason,
-never an exception that leaves the callback pending. It is parsed here once, by the parser the HTTP client
-uses (yarl), and the SSRF guard checks the host of that parse: the host checked is the host connected to.
+A URL stored before the request-time check refused it, or by a version that checked less, may be one no
+request can be made to (a port out of range, a ``\\`` before ``@``, a host name with a space): it is held to
+the same rule here (``domain.urls``), and one that fails it is an attempt that fails with its reason, never an
+exception that leaves the callback pending. The SSRF guard checks the host of that parse: the host checked
+is the host connected to.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import string
 from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
 
 import yarl
+
+from kassa.domain import urls
 
 
 class Unsendable(ValueError):
@@ -39,45 +42,17 @@ def with_query(url: str, fields: dict[str, str]) -> str:
 
 
 def request_url(target: str, fields: dict[str, str]) -> yarl.URL:
-    """What a callback to ``target`` carrying ``fields`` requests: the host in its ASCII form (an
-    internationalised name in punycode), anything in the path and query that is not printable ASCII
-    percent-encoded as UTF-8 (what is already escaped stays as it is), then the fields."""
+    """What a callback to ``target`` carrying ``fields`` requests: ``target`` checked by the rule it was
+    checked by when the merchant named it (``domain.urls``, the HTTP client's parser), its origin as that
+    parse gives it (an internationalised name in punycode), path and query as the merchant wrote them with
+    anything that is not printable ASCII percent-encoded as UTF-8, then the fields."""
     try:
-        parts = urlsplit(target)
-    except ValueError:
-        raise Unsendable("the host cannot be parsed") from None
-    scheme = parts.scheme.lower()
-    if scheme not in ("http", "https"):
-        raise Unsendable("the scheme is not http or https")
-    try:
-        port = parts.port
-    except ValueError:
-        port = 0
-    if port == 0:
-        raise Unsendable("invalid port")
-    host = _ascii_host(parts.hostname)
-    userinfo, at, _ = parts.netloc.rpartition("@")
-    netloc = f"{_ascii(userinfo)}{at}{f'[{host}]' if ':' in host else host}{'' if port is None else f':{port}'}"
-    text = with_query(urlunsplit((scheme, netloc, _ascii(parts.path), _ascii(parts.query), "")), fields)
-    try:
-        url = yarl.URL(text, encoded=True)
-    except ValueError:
-        raise Unsendable("the address cannot be parsed") from None
-    if url.raw_host != host:  # the two parsers disagree on the host: send it nowhere
-        raise Unsendable("the address cannot be parsed")
-    return url
-
-
-def _ascii_host(hostname: str | None) -> str:
-    if not hostname:
-        raise Unsendable("no host")
-    try:
-        host = yarl.URL.build(scheme="http", host=hostname).raw_host
-    except ValueError:  # spaces, control characters, a name IDNA refuses
-        raise Unsendable("invalid host name") from None
-    if not host:
-        raise Unsendable("invalid host name")
-    return host
+        checked = urls.sendable(target)
+    except urls.UrlError as problem:
+        raise Unsendable(f"the address {problem}") from None
+    parts = urlsplit(target)  # the rule refused "\\": both parsers end the authority at the same place
+    query = f"?{_ascii(parts.query)}" if parts.query else ""
+    return yarl.URL(with_query(urls.origin(checked) + _ascii(parts.path) + query, fields), encoded=True)
 
 
 _KEPT = string.punctuation  # with letters and digits: printable ASCII, sent as it is

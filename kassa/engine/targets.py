@@ -11,10 +11,11 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from urllib.parse import urlsplit
 
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import ThreadedResolver
+
+from kassa.domain import urls
 
 ALLOWED_PORTS = frozenset({80, 443, 8080, 8443})
 NOT_PUBLIC = "points to a private, loopback, link-local or reserved address"
@@ -44,13 +45,13 @@ class PublicResolver(AbstractResolver):
 
 
 async def refusal(url: str) -> str | None:
-    """Why ``url`` may not receive callbacks in live mode, or None when it may."""
-    parts = urlsplit(url)
+    """Why ``url`` may not receive callbacks in live mode, or None when it may; parsed by the rule of every
+    URL the gateway sends to (``domain.urls``), as the sender will parse it."""
     try:
-        port = parts.port
-    except ValueError:
-        return "has an invalid port"
-    return await refusal_of(parts.hostname or "", port or (443 if parts.scheme == "https" else 80))
+        parsed = urls.sendable(url)
+    except urls.UrlError as problem:
+        return str(problem)
+    return await refusal_of(parsed.raw_host or "", parsed.port)
 
 
 async def refusal_of(host: str, port: int | None) -> str | None:

@@ -3,40 +3,25 @@ party anything, and inline script only with this response's nonce."""
 
 from __future__ import annotations
 
-import re
 import secrets
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+
+from kassa.domain import urls
 
 _ENV = Environment(loader=PackageLoader("kassa.pages", "templates"), autoescape=select_autoescape(["html"]))
 
 
-# A host as a CSP source may name it: DNS labels, an IPv4 address, or a bracketed IPv6 address. Nothing
-# else, so no `;`, `,`, space, quote or control character can end the directive and start another.
-_HOST = re.compile(r"[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?|\[[0-9a-f:.]+\]")
-
-
 def origin_source(url: str) -> str | None:
-    """The origin of an http(s) ``url`` written as a CSP source (``https://shop.example:8443``), built
-    from its checked parts; None when it has none a policy could name safely (white space or control
-    characters anywhere, userinfo, a bad port, a host with other characters). International host names
-    are named in their punycode form."""
-    if not url.isprintable() or " " in url:  # urlsplit would quietly drop tabs and newlines
-        return None
+    """The origin of ``url`` written as a CSP source (``https://shop.example:8443``), or None when the URL
+    is not one the gateway sends anyone to (``domain.urls``): what is left of it then cannot end the
+    directive and start another. International host names are named in their punycode form."""
     try:
-        parts = urlsplit(url)
-        port = parts.port
-        host = (parts.hostname or "").encode("idna").decode("ascii")
-    except (ValueError, UnicodeError):
+        return urls.origin(urls.sendable(url))
+    except urls.UrlError:
         return None
-    if ":" in host:  # an IPv6 address, which urlsplit gives without its brackets
-        host = f"[{host}]"
-    if parts.scheme not in ("http", "https") or "@" in parts.netloc or not _HOST.fullmatch(host):
-        return None
-    return f"{parts.scheme}://{host}" + (f":{port}" if port is not None else "")
 
 
 @dataclass(frozen=True, slots=True)
