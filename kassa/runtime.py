@@ -88,26 +88,26 @@ class Services:
             self.dispatcher.wake()
 
 
-def open_store(settings: Settings, threads: int) -> tuple[Database, Vault]:
-    """The database and the vault that seals its secrets. Whatever an older Kassa left in clear is sealed
-    first (``storage/sealing.py``), so nothing after this reads a secret in clear."""
+def open_store(settings: Settings, vault: Vault, threads: int) -> Database:
+    """The database whose secrets ``vault`` seals. Whatever an older Kassa left in clear is sealed first
+    (``storage/sealing.py``), so nothing after this reads a secret in clear."""
     db = open_database(
         settings.database_url,
         sqlite_synchronous=settings.sqlite_synchronous,
         sqlite_reads_in_place=settings.sqlite_reads_in_place,
         threads=threads,
     )
-    vault = load_vault(settings.vault_key, settings.vault_key_file)
     try:
         db.write_sync(lambda conn: seal_plaintext(conn, vault))
     except BaseException:
         db.close()
         raise
-    return db, vault
+    return db
 
 
 def build_services(settings: Settings, worker_count: int) -> Services:
-    db, vault = open_store(settings, settings.db_threads)
+    vault = load_vault(settings.vault_key, settings.vault_key_file)
+    db = open_store(settings, vault, settings.db_threads)
     processor = SandboxProcessor(settings.sandbox_latency_ms)
     config = WorkerConfig(
         settings.poll_interval,

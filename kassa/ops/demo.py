@@ -14,7 +14,7 @@ from kassa.runtime import open_store
 from kassa.settings import Settings
 from kassa.signing.control import control_of
 from kassa.storage import merchants as merchant_store
-from kassa.vault.keys import Vault
+from kassa.vault.keys import Vault, load_vault
 
 DEMO_LOGIN = "demo"
 
@@ -27,7 +27,8 @@ class Demo:
 
 
 def ensure(settings: Settings) -> Demo:
-    db, vault = open_store(settings, threads=1)
+    vault = load_vault(settings.vault_key, settings.vault_key_file)
+    db = open_store(settings, vault, threads=1)
     try:
         return db.write_sync(lambda conn: _ensure(conn, vault))
     finally:

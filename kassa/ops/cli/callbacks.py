@@ -9,7 +9,7 @@ import click
 from sqlalchemy import Connection
 
 from kassa.clock import now_ms
-from kassa.ops.cli.common import database, emit, json_option, write
+from kassa.ops.cli.common import emit, json_option, read, write
 from kassa.storage import callbacks as callback_store
 
 
@@ -46,8 +46,7 @@ def callbacks_list(order_id: int | None, state: str | None, as_json: bool) -> No
             for c in callback_store.listing(conn, order_id, state)
         ]
 
-    with database() as db:
-        data = db.read_sync(query)
+    data = read(query)
     lines = [f"{c['id']}\torder {c['order']}\t{c['kind']}\t{c['status']}\t{len(c['attempts'])} attempts" for c in data]
     emit(as_json, data, lines)
 

@@ -29,19 +29,32 @@ def settings() -> Settings:
 
 def vault() -> Vault:
     """The vault the gateway's processes use (KASSA_VAULT_KEY, or the key file): control keys are sealed
-    with it, so a CLI with another key creates merchants no server can read."""
-    configured = settings()
-    return load_vault(configured.vault_key, configured.vault_key_file)
+    with it, so a CLI with another key creates merchants no server can read. Loaded once a command."""
+    meta = click.get_current_context().meta
+    if "kassa.vault" not in meta:
+        configured = settings()
+        meta["kassa.vault"] = load_vault(configured.vault_key, configured.vault_key_file)
+    found: Vault = meta["kassa.vault"]
+    return found
 
 
 @contextmanager
 def database() -> Iterator[Database]:
     """The database, with whatever an older Kassa left in clear sealed first (``runtime.open_store``)."""
-    db, _ = open_store(settings(), threads=1)
+    db = open_store(settings(), vault(), threads=1)
     try:
         yield db
     finally:
         db.close()
+
+
+def read(unit: Callable[[Connection], T]) -> T:
+    """``unit`` run on the database; a ``NotFound`` it raises is the command's one-line error."""
+    with database() as db:
+        try:
+            return db.read_sync(unit)
+        except merchant_store.NotFound as missing:
+            raise click.ClickException(str(missing)) from None
 
 
 def write(unit: Callable[[Connection], T], taken: str = "that name or id is already taken") -> T:

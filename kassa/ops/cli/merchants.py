@@ -19,7 +19,7 @@ from kassa.domain.merchants import (
     control_key_problem,
     parse_network,
 )
-from kassa.ops.cli.common import database, emit, json_option, vault, write
+from kassa.ops.cli.common import emit, json_option, read, vault, write
 from kassa.storage import merchants as merchant_store
 
 
@@ -74,8 +74,7 @@ def merchant_create(login: str, control_key: str | None, classic: bool, as_json:
 def merchant_list(as_json: bool) -> None:
     """List merchants."""
     opener = vault()
-    with database() as db:
-        found = db.read_sync(lambda conn: merchant_store.list_merchants(conn, opener))
+    found = read(lambda conn: merchant_store.list_merchants(conn, opener))
     emit(
         as_json,
         [_merchant_dict(m) for m in found],
@@ -89,11 +88,7 @@ def merchant_list(as_json: bool) -> None:
 def merchant_show(login: str, as_json: bool) -> None:
     """Show one merchant."""
     opener = vault()
-    with database() as db:
-        try:
-            found = db.read_sync(lambda conn: merchant_store.merchant_by_login(conn, opener, login))
-        except merchant_store.NotFound as missing:
-            raise click.ClickException(str(missing)) from None
+    found = read(lambda conn: merchant_store.merchant_by_login(conn, opener, login))
     emit(as_json, _merchant_dict(found), _merchant_lines(found))
 
 
@@ -231,8 +226,7 @@ def endpoint_update(endpoint_id: int, replay_window: int, as_json: bool) -> None
 def endpoint_list(as_json: bool) -> None:
     """List endpoints and groups."""
     opener = vault()
-    with database() as db:
-        found = db.read_sync(lambda conn: merchant_store.list_endpoints(conn, opener))
+    found = read(lambda conn: merchant_store.list_endpoints(conn, opener))
     emit(
         as_json,
         [_endpoint_dict(e) for e in found],

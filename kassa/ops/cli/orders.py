@@ -12,7 +12,7 @@ from kassa.core import settlement
 from kassa.domain import cards, money
 from kassa.domain.lifecycle import Stage, Status, status_of
 from kassa.domain.transactions import TxType, order_stage
-from kassa.ops.cli.common import database, emit, json_option, write
+from kassa.ops.cli.common import emit, json_option, read, write
 from kassa.storage import authentications as authentication_store
 from kassa.storage import ledger as ledger_store
 from kassa.storage import merchants as merchant_store
@@ -40,8 +40,7 @@ def order_show(order_id: int, as_json: bool) -> None:
             return None, {}
         return snapshot, {tx["id"]: authentication_store.of_transaction(conn, tx["id"]) for tx in snapshot.transactions}
 
-    with database() as db:
-        snapshot, authentications = db.read_sync(query)
+    snapshot, authentications = read(query)
     if snapshot is None:
         raise click.ClickException(f"no order {order_id}")
     o, card = snapshot.order, snapshot.card
@@ -96,11 +95,7 @@ def order_list(login: str | None, status: str | None, limit: int, as_json: bool)
         merchant_id = merchant_store.merchant_id(conn, login) if login else None
         return order_store.list_orders(conn, merchant_id, status, limit)
 
-    with database() as db:
-        try:
-            rows = db.read_sync(query)
-        except merchant_store.NotFound as missing:
-            raise click.ClickException(str(missing)) from None
+    rows = read(query)
     data = [
         {
             "id": r["id"],
@@ -143,7 +138,7 @@ def ledger_balance(login: str, as_json: bool) -> None:
     def query(conn: Connection) -> list[ledger_store.CurrencyBalance]:
         return ledger_store.merchant_balances(conn, merchant_store.merchant_id(conn, login))
 
-    rows = write(query)
+    rows = read(query)
     data = [
         {
             "currency": b.currency,
@@ -162,8 +157,7 @@ def ledger_balance(login: str, as_json: bool) -> None:
 @json_option
 def ledger_check(as_json: bool) -> None:
     """Verify that postings balance and that every order's amounts agree with its transactions."""
-    with database() as db:
-        problems = db.read_sync(ledger_store.check)
+    problems = read(ledger_store.check)
     emit(as_json, {"ok": not problems, "problems": problems}, problems or ["ledger is consistent"])
     if problems:
         raise SystemExit(1)
