@@ -14,7 +14,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kassa.api import openapi, test_clock
-from kassa.api.admission import client_host
+from kassa.api.admission import client_host, rate_limited
 from kassa.api.errors import ApiError, Code
 from kassa.api.operations import OPERATIONS, Operation
 from kassa.api.pipeline import handle, refuse_path
@@ -52,14 +52,13 @@ class OperationDispatch:
                 answer = await handle(op, scope, receive, self.services, endpoint_id)
                 await answer.send(send)
                 return
+            api = found is not None or scope["path"].startswith(self.api_root)
             if wait := self.services.limits.address_wait_ms(client_host(scope)):  # pages and the rest
-                await _too_many_requests(wait).send(send)
+                answer = refuse_path(scope, rate_limited(wait)) if api else _too_many_requests(wait)
+                await answer.send(send)
                 return
-            if found is not None:
-                await refuse_path(scope, _WRONG_METHOD).send(send)
-                return
-            if scope["path"].startswith(self.api_root):
-                await refuse_path(scope, _NO_OPERATION).send(send)
+            if api:
+                await refuse_path(scope, _NO_OPERATION if found is None else _WRONG_METHOD).send(send)
                 return
         await self.fallback(scope, receive, send)
 

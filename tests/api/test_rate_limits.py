@@ -144,6 +144,21 @@ def test_customer_pages_are_limited_per_address_too(gateway: Gateway, address: C
     assert (refused.status_code, refused.headers["retry-after"]) == (429, "1")
 
 
+def test_an_address_past_its_burst_on_no_operation_gets_code_11_in_the_contracts_format(
+    gateway: Gateway, address: Callable[[], str]
+) -> None:
+    client = address()
+
+    def nowhere() -> httpx.Response:
+        headers = {**JSON_ACCEPT, "X-Forwarded-For": client}
+        return httpx.get(f"{gateway.base}/api/v2/no-such-operation/1", headers=headers, verify=TLS)
+
+    assert [nowhere().status_code for _ in range(3)] == [404, 404, 404]
+    refused = nowhere()
+    assert (refused.status_code, refused.headers["retry-after"]) == (429, "1")
+    assert (refused.json()["type"], refused.json()["error-code"]) == ("validation-error", "11")
+
+
 def test_without_trusted_proxies_x_forwarded_for_is_ignored_and_the_peer_address_is_limited(
     gateway_factory: Callable[..., Gateway], address: Callable[[], str]
 ) -> None:
