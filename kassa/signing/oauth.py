@@ -22,6 +22,8 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
 
+HMAC_SHA1 = "HMAC-SHA1"
+RSA_SHA256 = "RSA-SHA256"
 PREFIX = "oauth_"
 SIGNATURE = "oauth_signature"
 REQUIRED = ("oauth_consumer_key", "oauth_signature_method", "oauth_signature", "oauth_timestamp", "oauth_nonce")
