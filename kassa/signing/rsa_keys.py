@@ -36,7 +36,7 @@ def read_public_key(text: str) -> PublicKey:
     if "PRIVATE KEY" in text:
         raise KeyProblem(
             "this is a PRIVATE key: keep it on the merchant's side and register its public key "
-            "(openssl rsa -in private.pem -pubout -out public.pem)"
+            "(openssl pkey -in private.pem -pubout -out public.pem)"
         )
     labels = [line.strip()[len("-----BEGIN ") : -len("-----")] for line in text.splitlines() if "-----BEGIN " in line]
     if labels == ["CERTIFICATE"]:
