@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import hmac
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
+
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding
+from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
+
+from kassa.signing import oauth
 
 SALE_AMOUNT = "10.42"
 SALE_AMOUNT_MINOR = "1042"
@@ -77,3 +86,39 @@ def write_lines(path: Path, bodies: Iterable[str]) -> int:
             out.write("\n")
             count += 1
     return count
+
+
+@dataclass(frozen=True)
+class OAuthSigner:
+    """Signs bodies as an OAuth 1.0a client would, the ``oauth_*`` parameters in the body (so that the
+    load generator replays plain bodies): HMAC-SHA1 with the control key, or RSA-SHA256 with ``rsa_key``.
+    The base string is Kassa's own (``kassa.signing.oauth``): the tests prove it against oauthlib, and
+    oauthlib loads the private key again for every signature (26 ms each)."""
+
+    login: str
+    control_key: str
+    rsa_key: RSAPrivateKey | None = None
+
+    def body(self, url: str, fields: dict[str, str], nonce: str, timestamp: int) -> str:
+        protocol = {
+            "oauth_consumer_key": self.login,
+            "oauth_nonce": nonce,
+            "oauth_signature_method": oauth.HMAC_SHA1 if self.rsa_key is None else oauth.RSA_SHA256,
+            "oauth_timestamp": str(timestamp),
+            "oauth_version": "1.0",
+        }
+        base = oauth.base_string("POST", url, [*fields.items(), *protocol.items()]).encode()
+        if self.rsa_key is None:
+            digest = hmac.new(f"{self.control_key}&".encode(), base, hashlib.sha1).digest()
+        else:
+            digest = self.rsa_key.sign(base, padding.PKCS1v15(), hashes.SHA256())
+        return urlencode({**fields, **protocol, "oauth_signature": base64.b64encode(digest).decode()})
+
+
+def oauth_bodies(signer: OAuthSigner, url: str, prefix: str, count: int) -> Iterator[str]:
+    """``count`` payout-like bodies with distinct nonces ``{prefix}-{n}``, signed now."""
+    now = int(time.time())
+    for n in range(count):
+        fields = sale_fields(MerchantKeys(signer.login, signer.control_key, 0), f"{prefix}-{n}")
+        del fields["control"]  # the card fields of a payout to a card, signed with OAuth instead
+        yield signer.body(url, fields, f"{prefix}-{n}", now)

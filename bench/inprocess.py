@@ -3,7 +3,9 @@ fresh SQLite database, so its own cost per request shows without uvicorn's and t
 Logging is a deployment's: KASSA_LOG_LEVEL (INFO unless set), JSON lines to a file in the temporary
 data directory. With ``--profile``, the measured calls run again under cProfile. Run:
 ``python -m bench.inprocess status 20000 [--profile tottime]`` (or ``sale``, or ``floor-status``: the
-floor's status app, the least the same answer costs)."""
+floor's status app, the least the same answer costs; or ``payout-form``, ``oauth-hmac``, ``oauth-rsa``: three
+operations without a handler that answer 501, the first once its body is read, the OAuth ones once their
+signature is verified and their nonce written, so the difference is what OAuth verification costs)."""
 
 from __future__ import annotations
 
@@ -15,12 +17,14 @@ import os
 import pstats
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import orjson
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from bench.bodies import MerchantKeys, sale_body, status_body
+from bench.bodies import MerchantKeys, OAuthSigner, oauth_bodies, sale_bodies, sale_body, status_body
 from bench.server import UNREACHED_RATE
 
 CONCURRENCY = 50
@@ -100,6 +104,10 @@ async def _kassa(kind: str, count: int) -> Workload:
 
     keys = services.db.write_sync(merchant)
     call = _caller(OperationDispatch(None, services))  # type: ignore[arg-type]
+    if kind in OAUTH_PATHS:
+        path = f"{settings.prefix}{OAUTH_PATHS[kind]}/{keys.endpoint_id}"
+        bodies = [body.encode() for body in _oauth_bodies(kind, services, keys, path, count)]
+        return call, path, bodies, services.db.close
     sale_path = f"{settings.prefix}/api/v2/sale/{keys.endpoint_id}"
     orders = [await call(sale_path, sale_body(keys, f"seed-{n}").encode()) for n in range(200)]
     if kind == "sale":
@@ -108,6 +116,32 @@ async def _kassa(kind: str, count: int) -> Workload:
     ids = [orjson.loads(sent[1]["body"])["paynet-order-id"] for sent in orders]
     path = f"{settings.prefix}/api/v2/status/{keys.endpoint_id}"
     return call, path, [status_body(keys, order_id).encode() for order_id in ids], services.db.close
+
+
+OAUTH_PATHS = {
+    "payout-form": "/api/v2/payout-form",
+    "oauth-hmac": "/api/v2/payout",
+    "oauth-rsa": "/api/v4/payout-check",
+}
+
+
+def _oauth_bodies(kind: str, services: Any, keys: MerchantKeys, path: str, count: int) -> Iterable[str]:
+    """Sale-sized bodies, each new (a nonce is accepted once): control-signed for payout-form, else signed
+    with OAuth, the RSA key registered first."""
+    from kassa.clock import now_ms
+    from kassa.domain.merchants import Mode
+    from kassa.signing.rsa_keys import read_public_key
+    from kassa.storage import merchant_keys
+
+    if kind == "payout-form":
+        return sale_bodies(keys, "run", 3 * count + 2000)
+    private = None
+    if kind == "oauth-rsa":
+        private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        pem = private.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo).decode()
+        services.db.write_sync(lambda conn: merchant_keys.add(conn, 1, Mode.SANDBOX, read_public_key(pem), now_ms()))
+    signer = OAuthSigner(keys.login, keys.control_key, private)
+    return oauth_bodies(signer, f"http://127.0.0.1{path}", "run", 3 * count + 2000)
 
 
 def _floor() -> Workload:
@@ -130,7 +164,8 @@ async def measure(kind: str, count: int, profile_sort: str | None) -> None:
     if profile_sort:
         profiler = cProfile.Profile()
         profiler.enable()
-        await _run(call, path, bodies[count : 2 * count] if kind == "sale" else bodies, count)
+        fresh = kind == "sale" or kind in OAUTH_PATHS  # a body sent twice would be a duplicate or a replay
+        await _run(call, path, bodies[count : 2 * count] if fresh else bodies, count)
         profiler.disable()
         pstats.Stats(profiler).sort_stats(profile_sort).print_stats(40)
     close()
@@ -138,7 +173,7 @@ async def measure(kind: str, count: int, profile_sort: str | None) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("kind", choices=["status", "sale", "floor-status"])
+    parser.add_argument("kind", choices=["status", "sale", "floor-status", *OAUTH_PATHS])
     parser.add_argument("count", type=int, nargs="?", default=20000)
     parser.add_argument("--profile", metavar="SORT", help="cProfile sort key, e.g. tottime or cumulative")
     args = parser.parse_args()

@@ -16,7 +16,8 @@ RESULT_MARK = "BENCH_RESULT "
 @dataclass(frozen=True)
 class LoadSpec:
     """POST every line of ``bodies`` in turn to ``url`` + ``path`` for ``duration`` seconds; ``headers`` is
-    an optional file of extra request headers, one ``Name: value`` a line."""
+    an optional file of extra request headers, one ``Name: value`` a line; an answer with another status
+    than ``expected_status`` counts as an error."""
 
     url: str
     path: str
@@ -25,6 +26,7 @@ class LoadSpec:
     connections: int
     core: int | None
     headers: Path | None = None
+    expected_status: int = 200
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Fallback load generator for machines without wrk: asyncio (uvloop) over raw keep-alive sockets.
 It is slower than wrk, so on a fast server it may be the bottleneck; the table says which one ran.
 
-Run: ``python -m bench.pyload URL PATH BODIES DURATION CONNECTIONS [HEADERS]``; prints one ``BENCH_RESULT`` line.
+Run: ``python -m bench.pyload URL PATH BODIES DURATION CONNECTIONS [HEADERS|- [EXPECTED_STATUS]]``; prints one
+``BENCH_RESULT`` line.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from bench.server import pinned
 @dataclass
 class Tally:
     bodies: list[bytes]
+    expected: int = 200
     latencies_us: list[float] = field(default_factory=list)
     sent: int = 0
     wraps: int = 0
@@ -41,7 +43,7 @@ class Tally:
 
     def record(self, status: int, body: bytes, started: float) -> None:
         self.latencies_us.append((time.perf_counter() - started) * 1e6)
-        if status != 200:
+        if status != self.expected:
             self.non_200 += 1
             self.first_error = self.first_error or f"{status} {body[:300].decode(errors='replace')}"
 
@@ -72,8 +74,10 @@ def _percentile(ordered: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))] if ordered else 0.0
 
 
-async def _run(url: str, path: str, bodies: list[bytes], duration: float, connections: int) -> dict[str, object]:
-    tally = Tally(bodies)
+async def _run(
+    url: str, path: str, bodies: list[bytes], duration: float, connections: int, expected: int
+) -> dict[str, object]:
+    tally = Tally(bodies, expected)
     started = time.perf_counter()
     deadline = started + duration
     await asyncio.gather(*(_connection(url, path, tally, deadline) for _ in range(connections)))
@@ -95,8 +99,7 @@ async def _run(url: str, path: str, bodies: list[bytes], duration: float, connec
 def run_pyload(spec: LoadSpec) -> LoadResult:
     argv = [sys.executable, "-m", "bench.pyload", spec.url, spec.path, str(spec.bodies)]
     argv += [str(spec.duration), str(spec.connections)]
-    if spec.headers is not None:
-        argv.append(str(spec.headers))
+    argv += ["-" if spec.headers is None else str(spec.headers), str(spec.expected_status)]
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
     return run_generator(pinned(spec.core, argv), "python", timeout=spec.duration + 120, env=env)
 
@@ -104,10 +107,11 @@ def run_pyload(spec: LoadSpec) -> LoadResult:
 def main() -> None:
     global EXTRA_HEADERS
     url, path, bodies_file, duration, connections = sys.argv[1:6]
-    if len(sys.argv) > 6:
+    if len(sys.argv) > 6 and sys.argv[6] != "-":
         EXTRA_HEADERS = "".join(f"{line}\r\n" for line in Path(sys.argv[6]).read_text().splitlines() if line)
+    expected = int(sys.argv[7]) if len(sys.argv) > 7 else 200
     bodies = Path(bodies_file).read_bytes().splitlines()
-    result = uvloop.run(_run(url, path, bodies, float(duration), int(connections)))
+    result = uvloop.run(_run(url, path, bodies, float(duration), int(connections), expected))
     print(RESULT_MARK + json.dumps(result))
 
 

@@ -262,16 +262,25 @@ METHOD = """## What is measured
   CPU columns say where the cores went: *server CPU* sums the server processes (200% = both cores),
   *postgres CPU* the backends of the bench database. *server RSS* gives each server process. Targets: at
   least 1.7x the sales of one process, at most 150 MiB resident per process.
+- **oauth** (`Bench.oauth`, issue 17): what OAuth 1.0a verification costs a request. No OAuth operation
+  has a handler yet, so three rows on one API-only server all answer 501: `payout-form`, a control row
+  without a handler, answers once the body is read (no signature checked: the reference); `payout`
+  (HMAC-SHA1) and `payout-check` (RSA-SHA256, a 2048-bit key registered with `kassa key add`) once the
+  signature is verified and the nonce written to the database. Same sale-sized fields in all three; the
+  OAuth bodies carry their `oauth_*` parameters in the body (the load generator replays bodies), each with
+  a nonce of its own, signed just before its run. The target column gives the server CPU per request the
+  OAuth row adds to the reference (target: at most 100 µs) and its req/s against the control-signed sale
+  of the same run, whose acceptance writes an order where these write a nonce.
 - Each scenario gets a freshly started server (`kassa serve --port P`, a deployment's default settings:
   logging at INFO, one JSON line per request into the server's log file, one job worker, SQLite
   `synchronous=FULL`), a short warm-up, then the measured run.
   SQLite lives in a temporary directory; PostgreSQL in a fresh database `kassa_bench_<random>` on
   `127.0.0.1:5432`, dropped afterwards.
 - Load (all but end to end): wrk with one thread and 50 keep-alive connections, replaying the bodies
-  through a generated Lua script (`bench/wrk.py`) that reports percentiles and non-200 answers as JSON
+  through a generated Lua script (`bench/wrk.py`) that reports percentiles and unexpected answers as JSON
   (and sends extra headers from a file when given one). Server on core 0, wrk on core 1 (`taskset`).
   PostgreSQL's own processes are not pinned: they share both cores with the rest.
-- **errors** counts non-200 answers plus socket errors and timeouts (10 s).
+- **errors** counts non-200 answers (other than 501 on the oauth rows) plus socket errors and timeouts (10 s).
 - **server RSS** is VmRSS of the server process right after its run.
 - **server CPU** is the share of one core the server process used in the middle of the run (100% = CPU
   bound); **postgres CPU** that of the PostgreSQL backends connected to the bench database, together.

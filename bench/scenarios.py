@@ -1,5 +1,6 @@
 """The scenarios: the ceiling app, sale and status on SQLite and PostgreSQL, the peer (localstripe), end to
-end at a fixed rate, status over bulk-generated orders, and 1 vs 2 server processes on PostgreSQL."""
+end at a fixed rate, status over bulk-generated orders, 1 vs 2 server processes on PostgreSQL, and what
+OAuth 1.0a verification costs a request."""
 
 from __future__ import annotations
 
@@ -8,13 +9,17 @@ import dataclasses
 import math
 import random
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
 from bench import peer
-from bench.bodies import MerchantKeys, sale_bodies, status_body, write_lines
+from bench.bodies import MerchantKeys, OAuthSigner, oauth_bodies, sale_bodies, status_body, write_lines
 from bench.bulk import BulkOrders
 from bench.endtoend import CallbackReceiver, EndToEndSpec, run_endtoend
 from bench.load import LoadResult, LoadSpec
@@ -26,10 +31,15 @@ from bench.server import API_ONLY, PREFIX, KassaDeployment, Server, ceiling_serv
 
 Generator = Callable[[LoadSpec], LoadResult]
 BACKENDS = ("sqlite", "postgresql")
-SCENARIOS = ("core", "peer", "e2e", "bulk", "scale")
+SCENARIOS = ("core", "peer", "e2e", "bulk", "scale", "oauth")
 T = TypeVar("T")
 BODY_MARGIN = 1000
 QUIET = 0.15
+OAUTH_ROWS = {
+    "oauth-none": "no signature checked: payout-form (control row) 501",
+    "oauth-hmac": "OAuth HMAC-SHA1: payout 501",
+    "oauth-rsa": "OAuth RSA-SHA256: payout-check 501",
+}
 
 
 @dataclass(frozen=True)
@@ -190,18 +200,63 @@ class Bench:
     def sale_run(
         self, name: str, server: Server, merchant: MerchantKeys, database_url: str, kind: str, backend: str
     ) -> Row:
-        o = self.options
         path = f"{PREFIX}/api/v2/sale/{merchant.endpoint_id}"
+        make = partial(sale_bodies, merchant)
+        return self.fresh_run(name, server, path, make, database_url, kind, backend)
+
+    def fresh_run(
+        self,
+        name: str,
+        server: Server,
+        path: str,
+        make: Callable[[str, int], Iterable[str]],
+        database_url: str,
+        kind: str,
+        backend: str,
+        expected_status: int = 200,
+    ) -> Row:
+        """A warm-up and a measured run on bodies never sent before: ``make(prefix, count)`` makes them,
+        for each run just before it (OAuth bodies carry their signing time)."""
+        o = self.options
         tag = kind + "-" + backend
-        warm_bodies = self.work_dir / f"sale-warm-{tag}.txt"
-        write_lines(warm_bodies, sale_bodies(merchant, f"warm-{tag}", self.body_budget(self.ceiling_rps / 2, o.warmup)))
+        warm_bodies = self.work_dir / f"warm-{tag}.txt"
+        write_lines(warm_bodies, make(f"warm-{tag}", self.body_budget(self.ceiling_rps / 2, o.warmup)))
         self.wait_for_quiet(name, server)
-        warm = self.generate(self.spec(server, path, warm_bodies, o.warmup))
-        bodies = self.work_dir / f"sale-{tag}.txt"
-        count = write_lines(bodies, sale_bodies(merchant, f"run-{tag}", self.body_budget(warm.rps, o.duration)))
+        warm_spec = self.spec(server, path, warm_bodies, o.warmup)
+        warm = self.generate(dataclasses.replace(warm_spec, expected_status=expected_status))
+        bodies = self.work_dir / f"run-{tag}.txt"
+        count = write_lines(bodies, make(f"run-{tag}", self.body_budget(warm.rps, o.duration)))
         say(f"{name}: {count:,} distinct bodies (warm-up ran at {warm.rps:,.0f} req/s)")
-        spec = self.spec(server, path, bodies, o.duration)
+        spec = dataclasses.replace(self.spec(server, path, bodies, o.duration), expected_status=expected_status)
         return self.measure(name, server, spec, database_url, unique_bodies=True, kind=kind, backend=backend)
+
+    def oauth(self, backend: str) -> list[Row]:
+        """What OAuth 1.0a costs a request. No OAuth operation has a handler yet, so three rows that all
+        answer 501, on one server: payout-form, a control row, answers it once the body is read; payout
+        (HMAC-SHA1) and payout-check (RSA-SHA256, a 2048-bit key) once the signature is verified and the
+        nonce written. Every body is new (a nonce is accepted once), its ``oauth_*`` parameters in the body."""
+        o = self.options
+        private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        with self.deployment(backend, f"oauth-{backend}") as (deployment, merchant):
+            pem = deployment.data_dir / "merchant-public.pem"
+            pem.write_bytes(private.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo))
+            deployment.cli("key", "add", "--merchant", merchant.login, "--mode", "sandbox", "--pem", str(pem))
+            rows = []
+            with deployment.server(o.server_core, f"oauth-{backend}", *API_ONLY) as server:
+                for kind, path, signer in (
+                    ("oauth-none", "/api/v2/payout-form", None),
+                    ("oauth-hmac", "/api/v2/payout", OAuthSigner(merchant.login, merchant.control_key)),
+                    ("oauth-rsa", "/api/v4/payout-check", OAuthSigner(merchant.login, merchant.control_key, private)),
+                ):
+                    full = f"{PREFIX}{path}/{merchant.endpoint_id}"
+                    make = (
+                        partial(sale_bodies, merchant)
+                        if signer is None
+                        else partial(oauth_bodies, signer, server.url + full)
+                    )
+                    name = f"{OAUTH_ROWS[kind]}, {backend}"
+                    rows.append(self.fresh_run(name, server, full, make, deployment.database_url, kind, backend, 501))
+        return rows
 
     def backend(self, backend: str) -> tuple[Row, Row]:
         """(sale, status) on one database; the status run comes first, on a database without a backlog."""
@@ -352,6 +407,9 @@ class Bench:
                 rows += self.bulk(backend)
         if "scale" in o.scenarios and "postgresql" in o.backends:
             rows += self.scale()
+        if "oauth" in o.scenarios:
+            for backend in o.backends:
+                rows += self.oauth(backend)
         return rows
 
 

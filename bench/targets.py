@@ -1,5 +1,5 @@
-"""The targets of issue 6, each figure set beside its reference measured in the same run (the *target*
-column of the table, and the ratio notes)."""
+"""The targets of issue 6 (and issue 17's OAuth cost), each figure set beside its reference measured in the
+same run (the *target* column of the table, and the ratio notes)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ E2E_P99_MS = 50.0
 BULK_P99_FACTOR = 1.5
 SCALE_FACTOR = 1.7
 RSS_MIB = 150.0
+OAUTH_ADDS_US = 100.0
 
 
 def _find(rows: Sequence[Row], kind: str, backend: str = "") -> Row | None:
@@ -88,6 +89,10 @@ def cell(row: Row, rows: Sequence[Row]) -> str:
             if ratio is None
             else f"p99 <= {BULK_P99_FACTOR}x previous: {ratio:.2f}x, {_met(ratio <= BULK_P99_FACTOR)}"
         )
+    if row.kind == "oauth-none":
+        return "reference of the OAuth rows"
+    if row.kind in ("oauth-hmac", "oauth-rsa"):
+        return _oauth_cell(row, rows)
     if row.kind == "scale-1":
         return f"reference of the next row; {_rss(row)}"
     if row.kind == "scale-2":
@@ -95,6 +100,23 @@ def cell(row: Row, rows: Sequence[Row]) -> str:
         scaled = "" if ratio is None else f">= {SCALE_FACTOR}x previous: {ratio:.2f}x, {_met(ratio >= SCALE_FACTOR)}; "
         return scaled + _rss(row)
     return ""
+
+
+def oauth_added_us(row: Row, rows: Sequence[Row]) -> float | None:
+    """The server CPU per request of an OAuth row beyond the row that checks no signature (same server)."""
+    base = _find(rows, "oauth-none", row.backend)
+    if base is None or not base.result.rps or not row.result.rps:
+        return None
+    return _us_per_request(row.cpu.server, row) - _us_per_request(base.cpu.server, base)
+
+
+def _oauth_cell(row: Row, rows: Sequence[Row]) -> str:
+    added = oauth_added_us(row, rows)
+    verdict = "" if added is None else f"adds <= {OAUTH_ADDS_US:.0f} µs: {added:.0f} µs, {_met(added <= OAUTH_ADDS_US)}"
+    sale = _find(rows, "sale", row.backend)
+    if sale is None or not sale.result.rps:
+        return verdict
+    return f"{verdict}; {row.result.rps / sale.result.rps:.2f}x the control-signed sale's req/s"
 
 
 def ratio_notes(rows: Sequence[Row]) -> list[str]:
@@ -129,7 +151,18 @@ def limit_notes(rows: Sequence[Row]) -> list[str]:
     found = [_ceiling_limit(row, rows, ceiling) for row in rows if row.kind in ("sale", "status") and ceiling]
     # At the target rate only: below it, the idle polling of workers and pools weighs on every sale.
     found += [_endtoend_limit(row) for row in rows if row.kind == "e2e" and row.result.rps]
+    found += [_oauth_limit(row, rows) for row in rows if row.kind in ("oauth-hmac", "oauth-rsa") and row.result.rps]
     return found + _scale_limit(rows)
+
+
+def _oauth_limit(row: Row, rows: Sequence[Row]) -> str:
+    added = oauth_added_us(row, rows)
+    text = f"{row.name}: {_us_per_request(row.cpu.server, row):.0f} µs of server CPU per request"
+    if added is not None:
+        text += f", {added:.0f} µs more than the row that checks no signature (verification and the nonce's write)"
+    if row.cpu.postgres:
+        text += f"; PostgreSQL {_us_per_request(row.cpu.postgres, row):.0f} µs per request"
+    return text
 
 
 def _ceiling_limit(row: Row, rows: Sequence[Row], ceiling: Row) -> str:

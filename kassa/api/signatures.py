@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import enum
 import hashlib
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-from sqlalchemy import Connection
 from starlette.types import Scope
 
 from kassa.api.errors import ApiError, Code
@@ -86,12 +84,6 @@ def signed_values(path_id: str, form: dict[str, str], values: dict[str, Any]) ->
 # --- OAuth 1.0a -------------------------------------------------------------------------------------------
 
 
-class _Nonce(enum.Enum):
-    FRESH = enum.auto()
-    REPLAYED = enum.auto()
-    KEY_REVOKED = enum.auto()
-
-
 async def check_oauth(
     op: Operation,
     endpoint: Endpoint,
@@ -103,7 +95,8 @@ async def check_oauth(
 ) -> None:
     """CONTRACT §4: the signature method the row names, the endpoint's merchant as consumer key (else code
     3, as a wrong login), the timestamp within the window (code 10), the signature (code 2), then the
-    nonce, recorded once the signature is known good (code 10 when seen before). ``body``: the body's
+    nonce, recorded once the signature is known good, in one statement that also finds a key revoked
+    since the process cached it (code 10 when seen before, 2 for the revoked key). ``body``: the body's
     pairs as received. Refusals are 401 with ``WWW-Authenticate`` but the login's, which is code 3's
     everywhere."""
     method = str(op.signing)
@@ -132,13 +125,13 @@ async def check_oauth(
         if key_id is None:
             message = f"oauth_signature does not match a {endpoint.signing_mode} key of {merchant.login} ({url})"
             raise _refused(Code.SIGNATURE, message, realm)
-    consume = partial(_consume, merchant.id, request.timestamp, request.nonce, key_id)
-    match await services.db.write(consume):
-        case _Nonce.KEY_REVOKED:
-            services.keys.forget(merchant.id, endpoint.signing_mode)
-            raise _refused(Code.SIGNATURE, "oauth_signature was made with a revoked key", realm)
-        case _Nonce.REPLAYED:
-            raise _refused(Code.REPLAY, "oauth_nonce was used already with this oauth_timestamp", realm)
+    record = partial(oauth_nonces.record, merchant_id=merchant.id, key_id=key_id)
+    if await services.db.write_point(partial(record, timestamp_s=request.timestamp, nonce=request.nonce)):
+        return
+    if key_id is not None and await services.db.read_point(partial(merchant_keys.is_revoked, key_id=key_id)):
+        services.keys.forget(merchant.id, endpoint.signing_mode)
+        raise _refused(Code.SIGNATURE, "oauth_signature was made with a revoked key", realm)
+    raise _refused(Code.REPLAY, "oauth_nonce was used already with this oauth_timestamp", realm)
 
 
 def idempotent_content(op: Operation, body: bytes, pairs: Sequence[tuple[str, str]]) -> bytes:
@@ -161,13 +154,6 @@ async def _rsa_key(services: Services, endpoint: Endpoint, request: oauth.Signed
 
 def _verifying(keys: Keys, request: oauth.SignedRequest) -> int | None:
     return next((key_id for key_id, key in keys if oauth.rsa_sha256_matches(request, key)), None)
-
-
-def _consume(merchant_id: int, timestamp_s: int, nonce: str, key_id: int | None, conn: Connection) -> _Nonce:
-    """One write: the key that verified is still in force, and the nonce is new (and now spent)."""
-    if key_id is not None and merchant_keys.is_revoked(conn, key_id):
-        return _Nonce.KEY_REVOKED
-    return _Nonce.FRESH if oauth_nonces.record(conn, merchant_id, timestamp_s, nonce) else _Nonce.REPLAYED
 
 
 def _refused(code: Code, message: str, realm: str) -> ApiError:

@@ -38,9 +38,23 @@ class Unsigned(ValueError):
     """The request carries no usable OAuth signature; the message says what is wrong and may be shown."""
 
 
+_UNRESERVED = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
+_ALL_UNRESERVED = re.compile(f"[{re.escape(_UNRESERVED)}]*").fullmatch
+_ASCII_ESCAPES = str.maketrans({chr(c): f"%{c:02X}" for c in range(128) if chr(c) not in _UNRESERVED})
+
+
 def encode(text: str) -> str:
-    """RFC 3986 percent-encoding of UTF-8: only ``A-Z a-z 0-9 - . _ ~`` stay as they are."""
-    return quote(text, safe="")
+    """RFC 3986 percent-encoding of UTF-8: only ``A-Z a-z 0-9 - . _ ~`` stay as they are. Most names and
+    values need nothing; other ASCII texts go through a translation table (``quote`` costs twice as much)."""
+    if _ALL_UNRESERVED(text):
+        return text
+    return text.translate(_ASCII_ESCAPES) if text.isascii() else quote(text, safe="")
+
+
+def _encode_encoded(text: str) -> str:
+    """``encode`` of a text made by ``encode`` and joined with ``=`` and ``&``: only those and ``%`` are
+    left to encode, which three replacements do twenty times faster than a table over its length."""
+    return text.replace("%", "%25").replace("&", "%26").replace("=", "%3D")
 
 
 def parse_authorization(header: str) -> dict[str, str] | None:
@@ -86,7 +100,7 @@ def base_string(method: str, url: str, params: Iterable[tuple[str, str]]) -> str
     value, each part encoded once more."""
     pairs = sorted((encode(name), encode(value)) for name, value in params)
     normalized = "&".join(f"{name}={value}" for name, value in pairs)
-    return f"{method.upper()}&{encode(url)}&{encode(normalized)}"
+    return f"{method.upper()}&{encode(url)}&{_encode_encoded(normalized)}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,8 +86,8 @@ _REVOKED = Prepared(select(merchant_keys.c.revoked_at_ms).where(merchant_keys.c.
 
 
 def is_revoked(conn: Connection, key_id: int) -> bool:
-    """Read where a verified request records its nonce: a key revoked a moment ago in another process
-    verifies nothing from then on, without every request reading the keys."""
+    """Why a verified request's nonce was not recorded (``oauth_nonces.record`` checks revocation in the
+    same statement): a key revoked a moment ago by another process, or a replay."""
     return _REVOKED.scalar(conn, {"key_id": key_id}) is not None
 
 

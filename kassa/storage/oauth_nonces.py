@@ -3,27 +3,34 @@ in every process sharing the database."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy import BindParameter, Connection, bindparam, delete
+from sqlalchemy import BigInteger, Connection, String, bindparam, cast, delete, exists, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from kassa.storage.prepared import Prepared
-from kassa.storage.tables import oauth_nonces
+from kassa.storage.tables import merchant_keys, oauth_nonces
 
-_VALUES: dict[str, BindParameter[Any]] = {name: bindparam(name) for name in ("merchant_id", "timestamp_s", "nonce")}
-# A conflict is an answer here, not an error: no savepoint, and SQLite's group commit never reruns a batch.
+# One statement, so that it is atomic without a transaction of its own (``Database.write_point``): the
+# nonce is inserted unless it is there already, or unless the key that verified the request (none for
+# HMAC-SHA1) has been revoked since. A conflict is an answer, not an error: no savepoint, and SQLite's
+# group commit never reruns a batch for it.
+_NEW = select(
+    cast(bindparam("merchant_id"), BigInteger),
+    cast(bindparam("timestamp_s"), BigInteger),
+    cast(bindparam("nonce"), String),
+).where(~exists().where(merchant_keys.c.id == bindparam("key_id"), merchant_keys.c.revoked_at_ms.is_not(None)))
+_COLUMNS = ["merchant_id", "timestamp_s", "nonce"]
 _RECORD = Prepared(
-    sqlite.insert(oauth_nonces).values(_VALUES).on_conflict_do_nothing(),
-    postgresql=postgresql.insert(oauth_nonces).values(_VALUES).on_conflict_do_nothing(),
+    sqlite.insert(oauth_nonces).from_select(_COLUMNS, _NEW).on_conflict_do_nothing(),
+    postgresql=postgresql.insert(oauth_nonces).from_select(_COLUMNS, _NEW).on_conflict_do_nothing(),
 )
 
 
-def record(conn: Connection, merchant_id: int, timestamp_s: int, nonce: str) -> bool:
-    """Whether this nonce is new (and now recorded); False for a replay. Two processes recording the same
-    nonce at once: PostgreSQL makes the second wait for the first's commit, then finds it."""
-    cursor = _RECORD.execute(conn, {"merchant_id": merchant_id, "timestamp_s": timestamp_s, "nonce": nonce})
-    return bool(cursor.rowcount == 1)
+def record(conn: Connection, merchant_id: int, timestamp_s: int, nonce: str, key_id: int | None = None) -> bool:
+    """Whether the nonce was new and is now recorded; False for a replay, or when ``key_id`` has been
+    revoked (``merchant_keys.is_revoked`` tells which). Two processes recording the same nonce at once:
+    PostgreSQL makes the second wait for the first's commit, then finds it."""
+    values = {"merchant_id": merchant_id, "timestamp_s": timestamp_s, "nonce": nonce, "key_id": key_id}
+    return bool(_RECORD.execute(conn, values).rowcount == 1)
 
 
 def prune(conn: Connection, before_s: int) -> int:

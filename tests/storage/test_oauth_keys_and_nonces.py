@@ -41,6 +41,15 @@ def test_a_nonce_is_accepted_once_per_merchant_and_timestamp(db: Database) -> No
     assert record(other, 100)
 
 
+def test_a_nonce_verified_by_a_key_revoked_since_is_not_recorded(db: Database) -> None:
+    shop = _merchant(db)
+    kept, revoked = _add(db, shop), _add(db, shop, 1)
+    db.write_sync(lambda conn: merchant_keys.revoke(conn, revoked.id, 2000))
+    assert not db.write_sync(lambda conn: oauth_nonces.record(conn, shop, 100, "n", revoked.id))
+    assert db.write_sync(lambda conn: oauth_nonces.record(conn, shop, 100, "n", kept.id))  # not spent above
+    assert not db.write_sync(lambda conn: oauth_nonces.record(conn, shop, 100, "n", kept.id))
+
+
 def test_pruning_forgets_nonces_older_than_the_bound_only(db: Database) -> None:
     shop = _merchant(db)
     for timestamp_s in (99, 100, 101):
