@@ -95,11 +95,8 @@ async def check_oauth(
 ) -> None:
     """CONTRACT §4: the signature method the row names, the endpoint's merchant as consumer key (else code
     3, as a wrong login), the timestamp within the window (code 10), the signature (code 2), then the
-    nonce, recorded once the signature is known good, in one statement that also finds a key revoked
-    since the process cached it (code 10 when seen before, 2 for the revoked key). ``body``: the body's
-    pairs as received. Refusals are 401 with ``WWW-Authenticate`` but the login's, which is code 3's
-    everywhere."""
-    method = str(op.signing)
+    nonce, spent once the signature is known good. ``body``: the body's pairs as received. Refusals are
+    401 with ``WWW-Authenticate`` but the login's, which is code 3's everywhere."""
     realm = _realm(services)
     scheme, host = addressed(scope, headers)
     url = oauth.base_url(scheme, host, _raw_path(scope))
@@ -107,29 +104,45 @@ async def check_oauth(
         request = oauth.read_request(url, headers.get("authorization"), body)
     except oauth.Unsigned as unsigned:
         raise _refused(Code.SIGNATURE, str(unsigned), realm) from None
-    if request.method != method:
-        raise _refused(Code.SIGNATURE, f"oauth_signature_method must be {method} for this operation", realm)
-    merchant = endpoint.merchant
-    if request.consumer_key != merchant.login:
+    if request.method != str(op.signing):
+        raise _refused(Code.SIGNATURE, f"oauth_signature_method must be {op.signing} for this operation", realm)
+    if request.consumer_key != endpoint.merchant.login:
         raise ApiError(Code.ENDPOINT, f"oauth_consumer_key does not own endpoint {path_id}")
     window = services.settings.oauth_window
     if not oauth.within_window(request.timestamp, now := now_ms(), window):
         message = f"oauth_timestamp is more than {window} s off the gateway's clock ({now // 1000})"
         raise _refused(Code.REPLAY, message, realm)
-    key_id = None
-    if method == oauth.HMAC_SHA1:
-        if not oauth.hmac_sha1_matches(request, merchant.control_key):
-            raise _refused(Code.SIGNATURE, f"oauth_signature does not match ({method}, {url})", realm)
-    else:
-        key_id = await _rsa_key(services, endpoint, request)
-        if key_id is None:
-            message = f"oauth_signature does not match a {endpoint.signing_mode} key of {merchant.login} ({url})"
-            raise _refused(Code.SIGNATURE, message, realm)
-    record = partial(oauth_nonces.record, merchant_id=merchant.id, key_id=key_id)
-    if await services.db.write_point(partial(record, timestamp_s=request.timestamp, nonce=request.nonce)):
+    key_id = await _verified(services, endpoint, request, url, realm)
+    await _spend_nonce(services, endpoint, request, key_id, realm)
+
+
+async def _verified(
+    services: Services, endpoint: Endpoint, request: oauth.SignedRequest, url: str, realm: str
+) -> int | None:
+    """Refuses a signature that does not verify; the id of the RSA key that verifies it (None: HMAC)."""
+    merchant = endpoint.merchant
+    if request.method == oauth.HMAC_SHA1:
+        if oauth.hmac_sha1_matches(request, merchant.control_key):
+            return None
+        raise _refused(Code.SIGNATURE, f"oauth_signature does not match ({request.method}, {url})", realm)
+    key_id = await _rsa_key(services, endpoint, request)
+    if key_id is None:
+        message = f"oauth_signature does not match a {endpoint.signing_mode} key of {merchant.login} ({url})"
+        raise _refused(Code.SIGNATURE, message, realm)
+    return key_id
+
+
+async def _spend_nonce(
+    services: Services, endpoint: Endpoint, request: oauth.SignedRequest, key_id: int | None, realm: str
+) -> None:
+    """One statement records the nonce unless it was seen, or the key that verified has been revoked since
+    this process cached it; a read by key tells those two apart, on the refusal's path only."""
+    merchant_id = endpoint.merchant.id
+    record = partial(oauth_nonces.record, merchant_id=merchant_id, timestamp_s=request.timestamp, key_id=key_id)
+    if await services.db.write_point(partial(record, nonce=request.nonce)):
         return
     if key_id is not None and await services.db.read_point(partial(merchant_keys.is_revoked, key_id=key_id)):
-        services.keys.forget(merchant.id, endpoint.signing_mode)
+        services.keys.forget(merchant_id, endpoint.signing_mode)
         raise _refused(Code.SIGNATURE, "oauth_signature was made with a revoked key", realm)
     raise _refused(Code.REPLAY, "oauth_nonce was used already with this oauth_timestamp", realm)
 
