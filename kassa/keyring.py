@@ -3,8 +3,9 @@
 A request signed with RSA-SHA256 is tried against the keys cached for its merchant and mode. When none
 verifies, the list is read again once (a key added a moment ago works at once) and only keys not seen yet
 are parsed, so a stream of bad signatures costs a read by key each, never a parse. Revocation is not
-waited for here: the write that records the request's nonce also reads whether the key that verified is
-revoked (``storage.merchant_keys.is_revoked``), in every process, and drops it from this cache."""
+waited for here: the statement that records the request's nonce records nothing when the key that
+verified has been revoked (``storage.oauth_nonces.record``), in every process, and the request is refused
+and the merchant's keys dropped from this cache."""
 
 from __future__ import annotations
 
