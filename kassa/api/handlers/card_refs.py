@@ -10,8 +10,7 @@ from kassa.api.errors import ApiError, Code, field_error
 from kassa.api.handlers.common import card_fields, change_order, order_ref, serving_endpoint
 from kassa.api.handlers.payments import new_order, open_order
 from kassa.clock import now_ms
-from kassa.core import followups
-from kassa.domain import cards
+from kassa.core import followups, rebills
 from kassa.domain.money import Currency
 from kassa.domain.transactions import TxType
 from kassa.storage import card_refs as card_ref_store
@@ -56,10 +55,10 @@ async def make_rebill(req: OperationRequest) -> Reply:
     if problem := endpoint.amount_limit_problem(req.values["amount"]):
         raise ApiError(Code.AMOUNT, problem)
     ref_id, card = await _stored_card(req)
-    expiry = cards.Expiry(card["exp_month"], card["exp_year"])
-    if expiry.passed(datetime.datetime.now(datetime.UTC).date()):
+    stored = rebills.StoredCard.of(card, ref_id)
+    if stored.expired_by(datetime.datetime.now(datetime.UTC).date()):
         raise field_error("cardrefid", "names a card that has expired")
-    return await open_order(req, new_order(req, TxType.SALE, endpoint.id, cur, stored=(ref_id, card["id"])))
+    return await open_order(req, rebills.sale_on(new_order(req, TxType.SALE, endpoint.id, cur), stored))
 
 
 async def _stored_card(req: OperationRequest) -> tuple[int, Record]:
