@@ -1,6 +1,6 @@
 """Crash points, for tests only: with ``KASSA_TEST_CRASH_POINT=name`` (and ``KASSA_TEST_CLOCK=1``) a
 process kills itself with SIGKILL, as ``kill -9`` would, when it reaches the point of that name. Crash
-tests (tests/engine/test_recurring_crash.py) use it to stop a process between two steps they could not
+tests (tests/engine/test_recurring_processes.py) use it to stop a process between two steps they could not
 otherwise hit, and show that the restart neither skips nor repeats the work.
 
 A point is reached inside a unit of work: the process dies with the database transaction open, as it
@@ -12,7 +12,7 @@ import os
 import signal
 
 # The recurring scheduler has opened a charge's order and not yet moved the payment on to its next charge.
-RECURRING_CHARGE_OPENED = "recurring-charge-opened"
+RECURRING_CHARGE_OPENED = "RECURRING_CHARGE_OPENED"
 POINTS = (RECURRING_CHARGE_OPENED,)
 
 _armed: str | None = None

@@ -62,3 +62,15 @@ def test_responses_list_the_refusals_each_operation_can_answer(document: dict[st
             assert "Retry-After" in responses["429"]["headers"]
             assert ("401" in responses) == isinstance(op.signing, OAuth), op.code
             assert ("501" in responses) == (op.handler is None), op.code
+
+
+@pytest.mark.backends("sqlite")
+def test_answers_of_recurring_payments_and_v4_card_references_name_their_ids(document: dict[str, Any]) -> None:
+    schemas = document["components"]["schemas"]
+    assert "recurring-payment-id" in schemas["StatusResponse"]["properties"]
+    assert {"card-ref-id", "unq-card-ref-id", "recurring-payment-id"} <= set(
+        schemas["CardRefV4AsyncResponse"]["properties"]
+    )
+    assert {"status", "recurring-payment-id", "merchant-order-id"} <= set(
+        schemas["CreateRecurringPaymentResponse"]["properties"]
+    )

@@ -7,21 +7,22 @@ import asyncio
 import datetime
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select
 
-from kassa.core import opening, recurring
+from kassa.core import recurring
 from kassa.domain.recurring import Retries, Status, date_of, midnight_ms
 from kassa.engine.scheduler import Scheduler
 from kassa.engine.worker import Worker, WorkerConfig
 from kassa.sandbox.acquirer import SandboxProcessor
 from kassa.storage import recurring as recurring_store
 from kassa.storage.database import Database
-from kassa.storage.recurring import NewPayment
 from kassa.storage.tables import callbacks, jobs, orders, recurring_charges
 from tests.support.cards import pan_ending
 from tests.support.databases import TEST_VAULT, shop_endpoint
+from tests.support.recurring import subscribe
 
 DAY_MS = 86_400_000
 RETRIES = Retries(count=3, delay_ms=DAY_MS)  # the settings' defaults
@@ -76,24 +77,8 @@ def shop(db: Database) -> Iterator[tuple[int, int]]:
     yield db.write_sync(shop_endpoint)
 
 
-def _subscribe(
-    db: Database,
-    shop: tuple[int, int],
-    *,
-    period: str = "month",
-    start: str = "2026-01-31",
-    pan: str = "4111111111111111",
-    expires: tuple[int, int] = (12, 2030),
-    **schedule: object,
-) -> int:
-    merchant_id, endpoint_id = shop
-    card = opening.new_card(TEST_VAULT, merchant_id, pan, *expires, "Jane Doe")
-    new = NewPayment(
-        merchant_id, endpoint_id, _date_ms("2026-01-20"), client_orderid="sub", amount=990, currency="USD",
-        server_callback_url="http://127.0.0.1:9/callback", period=period, interval=1, start_date=start,
-        next_charge_at_ms=_date_ms(start), request_fingerprint="f", **schedule,  # type: ignore[arg-type]
-    )  # fmt: skip
-    return db.write_sync(lambda conn: recurring.create(conn, new, card)).payment_id
+def _subscribe(db: Database, shop: tuple[int, int], *, start: str = "2026-01-31", **fields: Any) -> int:
+    return subscribe(db, *shop, start=datetime.date.fromisoformat(start), **fields)
 
 
 def _payment(db: Database, payment_id: int) -> dict[str, object]:
