@@ -3,36 +3,18 @@ once, and a scheduler killed (SIGKILL) between opening a charge and moving its p
 
 from __future__ import annotations
 
-import datetime
 import time
 from collections.abc import Callable
 
 import pytest
 
 from kassa import crashpoints
-from kassa.core import recurring
-from kassa.storage import merchants as merchant_store
-from kassa.storage.database import open_database
 from tests.support.databases import run_sql
-from tests.support.gateway import Gateway, Merchant, new_merchant
+from tests.support.gateway import Gateway, new_merchant
 from tests.support.operations import LEDGER_OK, ledger_check
-from tests.support.recurring import payment
+from tests.support.recurring import subscribe_due_now
 
 FAST_TICKS = {"KASSA_SCHEDULER_INTERVAL": "0.05"}
-
-
-def _subscribe_many(merchant: Merchant, count: int) -> None:
-    """``count`` daily payments whose first charge is due now (today, 00:00 UTC), written in one transaction:
-    every scheduler finds them all due at once."""
-    today = datetime.datetime.now(datetime.UTC).date()
-    db = open_database(merchant.gateway.database_url, threads=1)
-    try:
-        merchant_id = db.read_sync(lambda conn: merchant_store.merchant_id(conn, merchant.login))
-        fields = {"period": "day", "start": today}
-        rows = [payment(merchant_id, merchant.endpoint_id, client_orderid=f"sub{n}", **fields) for n in range(count)]
-        db.write_sync(lambda conn: [recurring.create(conn, new, card) for new, card in rows])
-    finally:
-        db.close()
 
 
 def _approved_charges(url: str) -> int:
@@ -57,7 +39,7 @@ def test_two_gateways_charging_one_postgresql_at_once_make_each_charge_once(
 ) -> None:
     first, second = gateway_factory(**FAST_TICKS), gateway_factory(**FAST_TICKS)
     merchant = new_merchant(first, "race")
-    _subscribe_many(merchant, 300)  # both schedulers find them due within a tick of each other
+    subscribe_due_now(merchant, 300)  # both schedulers find them due within a tick of each other
     url = first.database_url
     _wait_for(lambda: _approved_charges(url) >= 300, "300 approved charges")
     assert run_sql(url, "SELECT COUNT(*), COUNT(DISTINCT recurring_payment_id) FROM recurring_charges") == [(300, 300)]
@@ -75,7 +57,7 @@ def test_a_scheduler_killed_between_opening_a_charge_and_moving_the_payment_on_m
         KASSA_TEST_CLOCK="1", KASSA_TEST_CRASH_POINT=crashpoints.RECURRING_CHARGE_OPENED, **FAST_TICKS
     )
     merchant = new_merchant(doomed, "crash")
-    _subscribe_many(merchant, 1)
+    subscribe_due_now(merchant, 1)
     assert doomed.process is not None
     assert doomed.process.wait(30) == -9  # killed itself inside the charge's transaction
     url = doomed.database_url

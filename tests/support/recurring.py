@@ -8,10 +8,12 @@ from typing import Any
 
 from kassa.core import opening, recurring
 from kassa.domain.recurring import midnight_ms
-from kassa.storage.database import Database
+from kassa.storage import merchants as merchant_store
+from kassa.storage.database import Database, open_database
 from kassa.storage.orders import NewCard
 from kassa.storage.recurring import NewPayment
 from tests.support.databases import TEST_VAULT
+from tests.support.gateway import Merchant
 
 
 def subscribe(db: Database, merchant_id: int, endpoint_id: int, **fields: Any) -> int:
@@ -39,3 +41,18 @@ def payment(
         start_date=start.isoformat(), next_charge_at_ms=midnight_ms(start), **schedule,
     )  # fmt: skip
     return new, card
+
+
+def subscribe_due_now(merchant: Merchant, count: int = 1) -> list[int]:
+    """``count`` daily payments of ``merchant`` (``sub0``, ``sub1``...) whose first charge is due now (today,
+    00:00 UTC), written in one transaction, so that a scheduler finds them all due at once; their ids."""
+    today = datetime.datetime.now(datetime.UTC).date()
+    db = open_database(merchant.gateway.database_url, threads=1)
+    try:
+        merchant_id = db.read_sync(lambda conn: merchant_store.merchant_id(conn, merchant.login))
+        fields: dict[str, Any] = {"period": "day", "start": today}
+        rows = [payment(merchant_id, merchant.endpoint_id, client_orderid=f"sub{n}", **fields) for n in range(count)]
+        made = db.write_sync(lambda conn: [recurring.create(conn, new, card) for new, card in rows])
+    finally:
+        db.close()
+    return [created.payment_id for created in made]
