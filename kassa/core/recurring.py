@@ -10,7 +10,8 @@ The scheduler runs three steps each tick, each a batch per database transaction:
   (``Retries``) while the payment is active.
 - ``retry_due``: a failed try whose retry is due gets its next try, made like a regular charge.
 
-Each change locks the payment first (then the charge), so two processes never act on one payment at once.
+Each change locks the payments first (several in the order of their ids), then the charge, so two processes
+never act on one payment at once, nor wait on each other in a cycle.
 """
 
 from __future__ import annotations
@@ -136,10 +137,11 @@ def observe_outcomes(conn: Connection, now_ms: int, retries: Retries) -> int:
     """Up to ``BATCH`` open tries whose sale has ended: counted, or given a retry; returns how many were
     looked at (fewer than ``BATCH``: no more are waiting)."""
     ended = store.settled_open_charges(conn, _ENDING, BATCH)
+    payments = store.lock_all(conn, {row["recurring_payment_id"] for row in ended})
     for row in ended:
-        payment = store.lock(conn, row["recurring_payment_id"])
+        payment = payments[row["recurring_payment_id"]]
         charge = store.lock_charge(conn, row["id"])
-        if payment is None or charge["state"] != ChargeState.OPEN:  # another process got to it first
+        if charge["state"] != ChargeState.OPEN:  # another process got to it first
             continue
         if Stage(row["stage"]) is Stage.APPROVED:
             store.set_charge(conn, charge["id"], state=ChargeState.APPROVED.value)
@@ -162,10 +164,11 @@ def _failed(conn: Connection, payment: Record, charge: Record, now_ms: int, retr
 def retry_due(conn: Connection, now_ms: int) -> int:
     """The next try of up to ``BATCH`` failed tries whose retry is due; returns how many were looked at."""
     due = store.retries_due(conn, now_ms, BATCH)
+    payments = store.lock_all(conn, {row["recurring_payment_id"] for row in due})
     for row in due:
-        payment = store.lock(conn, row["recurring_payment_id"])
+        payment = payments[row["recurring_payment_id"]]
         charge = store.lock_charge(conn, row["id"])
-        if payment is None or charge["state"] != ChargeState.RETRY_DUE:
+        if charge["state"] != ChargeState.RETRY_DUE:  # another process got to it first
             continue
         store.set_charge(conn, charge["id"], state=ChargeState.DECLINED.value, retry_at_ms=None)
         _make_try(conn, payment, charge["number"], charge["try_number"] + 1, charge["retry_at_ms"], now_ms)

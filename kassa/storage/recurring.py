@@ -96,6 +96,18 @@ def lock(conn: Connection, payment_id: int) -> Record | None:
     return conn.execute(query).mappings().first()
 
 
+def lock_all(conn: Connection, payment_ids: set[int]) -> dict[int, Record]:
+    """The payments, locked in the order of their ids: two processes locking overlapping sets always take
+    them in one order, so neither waits on the other in a cycle (a deadlock PostgreSQL would break)."""
+    query = (
+        select(recurring_payments)
+        .where(recurring_payments.c.id.in_(sorted(payment_ids)))
+        .order_by(recurring_payments.c.id)
+        .with_for_update()
+    )
+    return {row["id"]: row for row in conn.execute(query).mappings().all()}
+
+
 def card_expiry(conn: Connection, card_id: int) -> tuple[int, int]:
     """(month, four-digit year) of a stored card."""
     row = conn.execute(select(cards.c.exp_month, cards.c.exp_year).where(cards.c.id == card_id)).one()

@@ -43,14 +43,14 @@ def payment(
     return new, card
 
 
-def subscribe_due_now(merchant: Merchant, count: int = 1) -> list[int]:
+def subscribe_due_now(merchant: Merchant, count: int = 1, **schedule: Any) -> list[int]:
     """``count`` daily payments of ``merchant`` (``sub0``, ``sub1``...) whose first charge is due now (today,
     00:00 UTC), written in one transaction, so that a scheduler finds them all due at once; their ids."""
     today = datetime.datetime.now(datetime.UTC).date()
     db = open_database(merchant.gateway.database_url, threads=1)
     try:
         merchant_id = db.read_sync(lambda conn: merchant_store.merchant_id(conn, merchant.login))
-        fields: dict[str, Any] = {"period": "day", "start": today}
+        fields: dict[str, Any] = {"period": "day", "start": today, **schedule}
         rows = [payment(merchant_id, merchant.endpoint_id, client_orderid=f"sub{n}", **fields) for n in range(count)]
         made = db.write_sync(lambda conn: [recurring.create(conn, new, card) for new, card in rows])
     finally:
