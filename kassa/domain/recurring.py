@@ -100,10 +100,14 @@ class Schedule:
                 return _add_months(self.start, 12 * steps)
 
     def due_ms(self, n: int) -> int | None:
-        """When the ``n``-th charge is due (00:00 UTC of its date), or None when the schedule ends before it."""
+        """When the ``n``-th charge is due (00:00 UTC of its date), or None when the schedule ends before it
+        (past ``finish``, ``max_count``, or the calendar's last year, 9999)."""
         if self.max_count is not None and n > self.max_count:
             return None
-        date = self.due_date(n)
+        try:
+            date = self.due_date(n)
+        except (ValueError, OverflowError):  # beyond year 9999: no date, so no charge
+            return None
         if self.finish is not None and date > self.finish:
             return None
         return midnight_ms(date)

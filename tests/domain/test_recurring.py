@@ -115,3 +115,10 @@ def test_retries_are_due_a_delay_after_the_try_before_until_none_is_left() -> No
 
 def test_charges_and_their_retries_are_named_after_the_payments_client_orderid() -> None:
     assert [charge_client_orderid("sub", 2, k) for k in range(3)] == ["sub-2", "sub-2-r1", "sub-2-r2"]
+
+
+def test_a_schedule_ends_where_the_calendar_does() -> None:
+    schedule = Schedule(Period.YEAR, 9999, datetime.date(2026, 1, 1))
+    assert schedule.due_ms(1) == midnight_ms(datetime.date(2026, 1, 1))
+    assert schedule.due_ms(2) is None
+    assert Schedule(Period.DAY, 9999, datetime.date(9999, 12, 1)).due_ms(2) is None
