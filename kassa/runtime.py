@@ -11,6 +11,7 @@ from kassa.domain.merchants import Endpoint
 from kassa.engine.callbacks import CallbackConfig, CallbackDispatcher
 from kassa.engine.scheduler import Scheduler
 from kassa.engine.worker import Worker, WorkerConfig
+from kassa.keyring import KeyRing
 from kassa.ratelimit import Limits
 from kassa.sandbox.acquirer import SandboxProcessor
 from kassa.settings import Settings
@@ -63,6 +64,7 @@ class Services:
     db: Database
     vault: Vault
     directory: EndpointDirectory
+    keys: KeyRing
     workers: list[Worker] = field(default_factory=list)
     scheduler: Scheduler | None = None
     dispatcher: CallbackDispatcher | None = None
@@ -120,7 +122,7 @@ def build_services(settings: Settings, worker_count: int) -> Services:
     directory = EndpointDirectory(db, vault, settings.endpoint_cache_seconds, live=not settings.test_clock)
     limits = Limits.from_settings(settings)
     if not worker_count:  # an API-only process: jobs, callbacks and scheduled work run elsewhere
-        return Services(settings, db, vault, directory, limits=limits)
+        return Services(settings, db, vault, directory, KeyRing(db), limits=limits)
     dispatcher = CallbackDispatcher(db, vault, _callback_config(settings))
     workers = [Worker(db, vault, processor, config, callbacks=dispatcher) for _ in range(worker_count)]
     scheduler = Scheduler(
@@ -128,8 +130,9 @@ def build_services(settings: Settings, worker_count: int) -> Services:
         cutoff=settings.settlement_cutoff,
         authorization_ttl_seconds=settings.authorization_ttl_seconds,
         interval=settings.scheduler_interval,
+        oauth_window_seconds=settings.oauth_window,
     )
-    return Services(settings, db, vault, directory, workers, scheduler, dispatcher, limits)
+    return Services(settings, db, vault, directory, KeyRing(db), workers, scheduler, dispatcher, limits)
 
 
 def _callback_config(settings: Settings) -> CallbackConfig:

@@ -1,4 +1,5 @@
-"""Time-driven work: settlement at the daily cut-off and expiry of authorizations never captured."""
+"""Time-driven work: settlement at the daily cut-off, expiry of authorizations never captured, and
+forgetting OAuth nonces whose timestamps the window no longer admits."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from functools import partial
 
 from kassa.clock import now_ms
 from kassa.core.settlement import expire_authorizations, settle
-from kassa.storage import schedule
+from kassa.storage import oauth_nonces, schedule
 from kassa.storage.database import Database
 
 log = logging.getLogger("kassa.scheduler")
@@ -27,11 +28,20 @@ def next_cutoff(now_ms: int, cutoff: str) -> int:
 
 
 class Scheduler:
-    def __init__(self, db: Database, *, cutoff: str, authorization_ttl_seconds: float, interval: float) -> None:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        cutoff: str,
+        authorization_ttl_seconds: float,
+        interval: float,
+        oauth_window_seconds: int,
+    ) -> None:
         self.db = db
         self.cutoff = cutoff
         self.ttl_ms = int(authorization_ttl_seconds * 1000)
         self.interval = interval
+        self.oauth_window_ms = oauth_window_seconds * 1000
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
@@ -49,6 +59,8 @@ class Scheduler:
             count = await self.db.write(lambda conn: settle(conn, now))
             log.info("settlement ran", extra={"orders": count})
         await self._expire(now)
+        # Every node prunes: one indexed delete of what is there, and a no-op where another node just did.
+        await self.db.write(lambda conn: oauth_nonces.prune(conn, (now - self.oauth_window_ms) // 1000))
 
     async def _expire(self, now: int) -> None:
         """Open authorizations past their lifetime, a batch per database transaction (a long one would
