@@ -13,6 +13,7 @@ from kassa.domain.recurring import Retries
 from kassa.engine.callbacks import CallbackConfig, CallbackDispatcher
 from kassa.engine.scheduler import Scheduler
 from kassa.engine.worker import Worker, WorkerConfig
+from kassa.keyring import KeyRing
 from kassa.ratelimit import Limits
 from kassa.sandbox.acquirer import SandboxProcessor
 from kassa.settings import Settings
@@ -65,6 +66,7 @@ class Services:
     db: Database
     vault: Vault
     directory: EndpointDirectory
+    keys: KeyRing
     workers: list[Worker] = field(default_factory=list)
     scheduler: Scheduler | None = None
     dispatcher: CallbackDispatcher | None = None
@@ -124,15 +126,16 @@ def build_services(settings: Settings, worker_count: int) -> Services:
     directory = EndpointDirectory(db, vault, settings.endpoint_cache_seconds, live=not settings.test_clock)
     limits = Limits.from_settings(settings)
     if not worker_count:  # an API-only process: jobs, callbacks and scheduled work run elsewhere
-        return Services(settings, db, vault, directory, limits=limits)
+        return Services(settings, db, vault, directory, KeyRing(db), limits=limits)
     dispatcher = CallbackDispatcher(db, vault, _callback_config(settings))
     workers = [Worker(db, vault, processor, config, callbacks=dispatcher) for _ in range(worker_count)]
-    services = Services(settings, db, vault, directory, workers, None, dispatcher, limits)
+    services = Services(settings, db, vault, directory, KeyRing(db), workers, None, dispatcher, limits)
     services.scheduler = Scheduler(
         db,
         cutoff=settings.settlement_cutoff,
         authorization_ttl_seconds=settings.authorization_ttl_seconds,
         interval=settings.scheduler_interval,
+        oauth_window_seconds=settings.oauth_window,
         retries=Retries(settings.recurring_retries, int(settings.recurring_retry_delay_seconds * 1000)),
         wake=services.wake_workers,  # a recurring charge's job; an expired card's callback
     )

@@ -417,8 +417,14 @@ class Settings:
         "KASSA_TRUSTED_PROXIES",
         "127.0.0.1,::1",
         networks,
-        "comma-separated addresses or networks (CIDR) of reverse proxies whose `X-Forwarded-For` and "
-        "`X-Forwarded-Proto` are believed; empty: none",
+        "comma-separated addresses or networks (CIDR) of reverse proxies whose `X-Forwarded-For`, "
+        "`X-Forwarded-Proto` and `X-Forwarded-Host` are believed; empty: none",
+    )
+    oauth_window: int = setting(
+        "KASSA_OAUTH_WINDOW",
+        "300",
+        integer(1, 3600),
+        "seconds an OAuth `oauth_timestamp` may be off the gateway's clock, either way; nonces are kept as long",
     )
     header_timeout: float = setting(
         "KASSA_HEADER_TIMEOUT",

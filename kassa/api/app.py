@@ -76,7 +76,7 @@ def _too_many_requests(wait_ms: int) -> Answer:
 def create_app(services: Services) -> ASGIApp:
     prefix = services.settings.prefix
     routes = []
-    spec = openapi.document(prefix)
+    spec = openapi.document(prefix, services.settings.oauth_window)
 
     async def openapi_json(_request: Request) -> Response:
         return JSONResponse(spec)

@@ -20,7 +20,7 @@ _ERROR_SCHEMA = {
 }
 
 
-def document(prefix: str) -> dict[str, Any]:
+def document(prefix: str, oauth_window: int) -> dict[str, Any]:
     paths: dict[str, Any] = {}
     schemas: dict[str, Any] = {
         "ValidationErrorResponse": _ERROR_SCHEMA,
@@ -38,9 +38,37 @@ def document(prefix: str) -> dict[str, Any]:
         "paths": paths,
         "components": {
             "schemas": schemas,
-            "securitySchemes": {"oauth1": {"type": "http", "scheme": "OAuth"}},
+            "securitySchemes": {_scheme_name(method): _oauth_scheme(method, oauth_window) for method in OAuth},
         },
     }
+
+
+# OpenAPI has no OAuth 1.0a type; ``http`` with the scheme registered for it (RFC 5849 §3.5.1) and a
+# description is the closest. ``control`` has no scheme at all: a security scheme is a header, query or
+# cookie credential, and ``control`` is a field of the body (each control row's request schema requires it
+# and its description gives the formula); those rows declare ``security: []`` and ``x-signing``.
+_OAUTH_KEYS = {
+    OAuth.HMAC_SHA1: "the key is the merchant's control key followed by `&` (no token secret)",
+    OAuth.RSA_SHA256: "RSASSA-PKCS1-v1_5 with SHA-256, verified with the merchant's public keys registered for the "
+    "endpoint's mode (`kassa key add`; sandbox and live keys differ)",
+}
+
+
+def _scheme_name(method: OAuth) -> str:
+    return f"oauth1-{method.value.lower()}"
+
+
+def _oauth_scheme(method: OAuth, window: int) -> dict[str, Any]:
+    description = (
+        f"OAuth 1.0a (RFC 5849) signed with {method.value}: {_OAUTH_KEYS[method]}. `oauth_consumer_key` is the "
+        "merchant login; the `oauth_*` parameters stand in the `Authorization: OAuth ...` header, in the form body, "
+        "or in both (then equal). The base string is `POST`, the URL the client addressed (lower-case scheme and "
+        "host, no default port, the path as sent, no query) and every body pair as sent plus the `oauth_*` "
+        f"parameters but `oauth_signature`. `oauth_timestamp` within {window} s of the gateway's clock; a "
+        "(consumer key, timestamp, nonce) is accepted once. Refused: 401 with "
+        "`WWW-Authenticate`, error-code 2 (signature) or 10 (time, replay)."
+    )
+    return {"type": "http", "scheme": "OAuth", "description": description}
 
 
 def _operation(op: Operation, id_name: str) -> dict[str, Any]:
@@ -60,6 +88,9 @@ def _operation(op: Operation, id_name: str) -> dict[str, Any]:
     if isinstance(op.signing, OAuth):
         responses["401"] = {
             "description": "OAuth signature missing or wrong (error-code 2), or timestamp or nonce refused (10)",
+            "headers": {
+                "WWW-Authenticate": {"description": "OAuth realm=...", "schema": {"type": "string"}},
+            },
             **ref("ValidationErrorResponse"),
         }
     if op.handler is None:
@@ -75,12 +106,7 @@ def _operation(op: Operation, id_name: str) -> dict[str, Any]:
                 "required": True,
                 "schema": {"type": "integer", "format": "int64"},
             },
-            {
-                "name": "Accept",
-                "in": "header",
-                "required": True,
-                "schema": {"const": "application/vnd.pay+json"},
-            },
+            _accept(op),
         ],
         "requestBody": {
             "required": True,
@@ -89,14 +115,34 @@ def _operation(op: Operation, id_name: str) -> dict[str, Any]:
             },
         },
         "responses": responses,
+        "security": [{_scheme_name(op.signing): []}] if isinstance(op.signing, OAuth) else [],
+        "x-signing": _signing(op),
         "x-operation-code": op.code,
     }
 
 
+def _accept(op: Operation) -> dict[str, Any]:
+    if op.json_by_default:  # CONTRACT §1: v4 answers JSON without Accept, or to */*
+        return {
+            "name": "Accept",
+            "in": "header",
+            "required": False,
+            "description": "JSON when absent or */*",
+            "schema": {"enum": ["application/vnd.pay+json", "*/*"]},
+        }
+    return {"name": "Accept", "in": "header", "required": True, "schema": {"const": "application/vnd.pay+json"}}
+
+
+def _signing(op: Operation) -> dict[str, str]:
+    if isinstance(op.signing, OAuth):
+        return {"scheme": "oauth1", "method": op.signing.value, "securityScheme": _scheme_name(op.signing)}
+    return {"scheme": "control", "field": "control", "formula": op.signing.describe()}
+
+
 def _signing_text(op: Operation) -> str:
     if isinstance(op.signing, OAuth):
-        return f"Signed with OAuth 1.0a {op.signing.value} in the Authorization header."
-    return f"Signed with the control field: {op.signing.describe()}."
+        return f"Signed with OAuth 1.0a {op.signing.value} (security scheme {_scheme_name(op.signing)})."
+    return f"Signed with the control field of the body: {op.signing.describe()}."
 
 
 def _request_schema(op: Operation) -> dict[str, Any]:

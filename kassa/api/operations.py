@@ -82,11 +82,15 @@ class Operation:
     # v4 spells names either way: "credit-card-number" and "credit_card_number" both mean the declared
     # field. Built once with the row, since every field of every request is looked up here.
     spellings: dict[str, str] = field(init=False)
+    # v4 answers JSON to a request without Accept or with ``*/*`` (CONTRACT §1): the original gateway's
+    # v4 examples send none and read JSON.
+    json_by_default: bool = field(init=False)
 
     def __post_init__(self) -> None:
         v4 = self.path.startswith("/api/v4/")
         spellings = {spec.name.replace("-", "_"): spec.name for spec in self.fields} if v4 else {}
         object.__setattr__(self, "spellings", spellings)
+        object.__setattr__(self, "json_by_default", v4)
 
     def canonical(self, name: str) -> str:
         """The declared spelling of a field name: aliases first, then (v4) hyphen/underscore variants."""

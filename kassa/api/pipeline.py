@@ -1,5 +1,6 @@
-"""The path of every operation request: parse, resolve the endpoint, check fields and signature, run the
-handler (once per Idempotency-Key), render. Handlers see only requests that passed every check."""
+"""The path of every operation request: resolve the endpoint, admit, read the body, check an OAuth
+signature, check fields and a control signature, run the handler (once per Idempotency-Key), render.
+Handlers see only requests that passed every check."""
 
 from __future__ import annotations
 
@@ -18,14 +19,14 @@ from kassa.api.admission import admit, client_host, rate_limited
 from kassa.api.context import OperationRequest
 from kassa.api.errors import ApiError, Code, field_error, internal_error
 from kassa.api.fields import validate
-from kassa.api.operations import Operation
+from kassa.api.operations import OAuth, Operation
 from kassa.api.rendering import Answer, render, wants_json
 from kassa.domain.merchants import Endpoint
 from kassa.engine import targets
 from kassa.logs import log_request, serial_var
 from kassa.runtime import Services
 from kassa.web.addresses import base_url
-from kassa.web.forms import FormError, check_form_type, parse_form, read_body, request_headers
+from kassa.web.forms import FormError, check_form_type, form_pairs, read_body, request_headers
 
 log = logging.getLogger("kassa.api")
 
@@ -80,10 +81,9 @@ def refuse_path(scope: Scope, error: ApiError) -> Answer:
 async def _run(
     op: Operation, scope: Scope, receive: Receive, services: Services, exchange: Exchange, path_id: str
 ) -> Answer:
-    if op.handler is None:
-        raise ApiError(Code.NOT_IMPLEMENTED, f"operation {op.code} is not implemented yet", http_status=501)
     headers = request_headers(scope)
-    json_asked = wants_json(headers.get("accept", ""))
+    accept = headers.get("accept", "")
+    json_asked = wants_json(accept) or (op.json_by_default and accept in ("", "*/*"))
     host = client_host(scope)
     if wait := services.limits.address_wait_ms(host):
         exchange.classic = not json_asked and _known_classic(services, path_id)
@@ -98,10 +98,15 @@ async def _run(
     try:
         check_form_type(headers.get("content-type"))
         body = await read_body(receive, headers.get("content-length", ""))
-        form = _canonical_form(op, parse_form(body))
+        pairs = form_pairs(body)
     except FormError as unreadable:
         raise ApiError(Code.FIELD, str(unreadable)) from None
+    form = _canonical_form(op, pairs)
     exchange.client_orderid = form.get("client_orderid") or None
+    if isinstance(op.signing, OAuth):  # signed over the body as sent: before anything reads its fields
+        await signatures.check_oauth(op, endpoint, path_id, services, scope, headers, pairs)
+    if op.handler is None:  # after the OAuth check, so that a client can test its signing already
+        raise ApiError(Code.NOT_IMPLEMENTED, f"operation {op.code} is not implemented yet", http_status=501)
     values = validate(op.fields, form)
     order_signature = signatures.verify(op, endpoint, path_id, form, values)
     await _guard_callback_targets(endpoint, values)
@@ -114,7 +119,7 @@ async def _run(
     key = headers.get("idempotency-key")
     if key is None:
         return await produce()
-    digest = idempotency.request_hash(scope["path"], body)
+    digest = idempotency.request_hash(scope["path"], signatures.idempotent_content(op, body, pairs))
     return await idempotency.run_once(services, endpoint.merchant.id, idempotency.header_key(key), digest, produce)
 
 
@@ -183,5 +188,5 @@ def _endpoint_id(path_id: str) -> int | None:
 def _canonical_form(op: Operation, pairs: list[tuple[str, str]]) -> dict[str, str]:
     form: dict[str, str] = {}
     for name, value in pairs:
-        form.setdefault(op.canonical(name), value)
+        form.setdefault(op.canonical(name), value.strip())
     return form

@@ -35,9 +35,10 @@ def render(
     fields: Mapping[str, str], *, classic: bool, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> Answer:
     if classic:
-        # Classic clients read any status but 200 as a network failure, so refusals are 200 too.
+        # Classic clients read any status but 200 as a network failure, so refusals are 200 too; but an
+        # OAuth refusal is 401 in either format (CONTRACT §4): only a client that signs with OAuth gets one.
         body = "&".join(f"{name}={quote_plus(value)}\n" for name, value in fields.items())
-        return Answer(200, body.encode(), _CLASSIC_CONTENT_TYPE, headers or {})
+        return Answer(401 if status == 401 else 200, body.encode(), _CLASSIC_CONTENT_TYPE, headers or {})
     return Answer(status, orjson.dumps(dict(fields)), _JSON_CONTENT_TYPE, headers or {})
 
 

@@ -1,16 +1,29 @@
-"""Checks a request's signature against the formula its operation row names (CONTRACT §4)."""
+"""Checks a request's signature against the scheme its operation row names (CONTRACT §4): the
+``control`` formula once the fields are validated (``verify``), OAuth 1.0a before (``check_oauth``)."""
 
 from __future__ import annotations
 
+import enum
 import hashlib
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
+
+from sqlalchemy import Connection
+from starlette.types import Scope
 
 from kassa.api.errors import ApiError, Code
+from kassa.clock import now_ms
 from kassa.core.followups import OrderSignature
 from kassa.domain.merchants import Endpoint
 from kassa.domain.money import Currency
+from kassa.keyring import Keys
+from kassa.runtime import Services
+from kassa.signing import oauth
 from kassa.signing.control import ControlFormula, control_matches
+from kassa.storage import merchant_keys, oauth_nonces
+from kassa.web.addresses import addressed
 
 if TYPE_CHECKING:  # the operation table imports the handlers, which refuse with ``mismatch``
     from kassa.api.operations import Operation
@@ -19,14 +32,16 @@ if TYPE_CHECKING:  # the operation table imports the handlers, which refuse with
 def verify(
     op: Operation, endpoint: Endpoint, path_id: str, form: dict[str, str], values: dict[str, Any]
 ) -> OrderSignature | None:
-    """Refuses a request whose signature does not match; None when it does. A capture or return without
-    amount and currency may instead be signed as the original gateway's PHP client signs it, with the
-    order's amount and currency: the check that remains, once the order is known, is returned."""
+    """Refuses a request whose signature does not match; None when it does (an OAuth row's signature
+    was checked before its fields: only a ``login`` field remains to own the endpoint). A capture or
+    return without amount and currency may instead be signed as the original gateway's PHP client signs
+    it, with the order's amount and currency: the check that remains, once the order is known, is
+    returned."""
     merchant = endpoint.merchant
     if "login" in values and values["login"] != merchant.login:
         raise ApiError(Code.ENDPOINT, f"login does not own endpoint {path_id}")
     if not isinstance(op.signing, ControlFormula):
-        raise ApiError(Code.NOT_IMPLEMENTED, f"{op.signing} signing is not implemented yet", http_status=501)
+        return None
     signed = signed_values(path_id, form, values)
     if control_matches(op.signing, signed, merchant.control_key, values["control"]):
         return None
@@ -66,3 +81,108 @@ def signed_values(path_id: str, form: dict[str, str], values: dict[str, Any]) ->
     if isinstance(cur, Currency):
         signed["currency"] = cur.code
     return signed
+
+
+# --- OAuth 1.0a -------------------------------------------------------------------------------------------
+
+
+class _Nonce(enum.Enum):
+    FRESH = enum.auto()
+    REPLAYED = enum.auto()
+    KEY_REVOKED = enum.auto()
+
+
+async def check_oauth(
+    op: Operation,
+    endpoint: Endpoint,
+    path_id: str,
+    services: Services,
+    scope: Scope,
+    headers: Mapping[str, str],
+    body: Sequence[tuple[str, str]],
+) -> None:
+    """CONTRACT §4: the signature method the row names, the endpoint's merchant as consumer key (else code
+    3, as a wrong login), the timestamp within the window (code 10), the signature (code 2), then the
+    nonce, recorded once the signature is known good (code 10 when seen before). ``body``: the body's
+    pairs as received. Refusals are 401 with ``WWW-Authenticate`` but the login's, which is code 3's
+    everywhere."""
+    method = str(op.signing)
+    realm = _realm(services)
+    scheme, host = addressed(scope, headers)
+    url = oauth.base_url(scheme, host, _raw_path(scope))
+    try:
+        request = oauth.read_request(url, headers.get("authorization"), body)
+    except oauth.Unsigned as unsigned:
+        raise _refused(Code.SIGNATURE, str(unsigned), realm) from None
+    if request.method != method:
+        raise _refused(Code.SIGNATURE, f"oauth_signature_method must be {method} for this operation", realm)
+    merchant = endpoint.merchant
+    if request.consumer_key != merchant.login:
+        raise ApiError(Code.ENDPOINT, f"oauth_consumer_key does not own endpoint {path_id}")
+    window = services.settings.oauth_window
+    if not oauth.within_window(request.timestamp, now := now_ms(), window):
+        message = f"oauth_timestamp is more than {window} s off the gateway's clock ({now // 1000})"
+        raise _refused(Code.REPLAY, message, realm)
+    key_id = None
+    if method == oauth.HMAC_SHA1:
+        if not oauth.hmac_sha1_matches(request, merchant.control_key):
+            raise _refused(Code.SIGNATURE, f"oauth_signature does not match ({method}, {url})", realm)
+    else:
+        key_id = await _rsa_key(services, endpoint, request)
+        if key_id is None:
+            message = f"oauth_signature does not match a {endpoint.signing_mode} key of {merchant.login} ({url})"
+            raise _refused(Code.SIGNATURE, message, realm)
+    consume = partial(_consume, merchant.id, request.timestamp, request.nonce, key_id)
+    match await services.db.write(consume):
+        case _Nonce.KEY_REVOKED:
+            services.keys.forget(merchant.id, endpoint.signing_mode)
+            raise _refused(Code.SIGNATURE, "oauth_signature was made with a revoked key", realm)
+        case _Nonce.REPLAYED:
+            raise _refused(Code.REPLAY, "oauth_nonce was used already with this oauth_timestamp", realm)
+
+
+def idempotent_content(op: Operation, body: bytes, pairs: Sequence[tuple[str, str]]) -> bytes:
+    """What a repeat with the same Idempotency-Key must repeat: the body, but an OAuth row's without its
+    ``oauth_*`` fields, which change with every signing (a retry signs again: its first nonce is spent)."""
+    if isinstance(op.signing, ControlFormula):
+        return body
+    return urlencode([(name, value) for name, value in pairs if not name.startswith(oauth.PREFIX)]).encode()
+
+
+async def _rsa_key(services: Services, endpoint: Endpoint, request: oauth.SignedRequest) -> int | None:
+    """The id of the merchant's key (for the endpoint's mode) that verifies the request: among those this
+    process holds, else among those the database holds now."""
+    merchant_id, mode = endpoint.merchant.id, endpoint.signing_mode
+    cached = services.keys.cached(merchant_id, mode)
+    if cached is not None and (found := _verifying(cached, request)) is not None:
+        return found
+    return _verifying(await services.keys.reload(merchant_id, mode), request)
+
+
+def _verifying(keys: Keys, request: oauth.SignedRequest) -> int | None:
+    return next((key_id for key_id, key in keys if oauth.rsa_sha256_matches(request, key)), None)
+
+
+def _consume(merchant_id: int, timestamp_s: int, nonce: str, key_id: int | None, conn: Connection) -> _Nonce:
+    """One write: the key that verified is still in force, and the nonce is new (and now spent)."""
+    if key_id is not None and merchant_keys.is_revoked(conn, key_id):
+        return _Nonce.KEY_REVOKED
+    return _Nonce.FRESH if oauth_nonces.record(conn, merchant_id, timestamp_s, nonce) else _Nonce.REPLAYED
+
+
+def _refused(code: Code, message: str, realm: str) -> ApiError:
+    return ApiError(code, message, http_status=401, headers={"WWW-Authenticate": f'OAuth realm="{realm}"'})
+
+
+def _realm(services: Services) -> str:
+    """The gateway's public address when the operator set one (KASSA_PUBLIC_URL), else its name: never
+    the request's own Host, which would put the client's text in the header."""
+    public = services.settings.public_url
+    return public.rstrip("/") + services.settings.prefix if public else "kassa"
+
+
+def _raw_path(scope: Scope) -> str:
+    """The path exactly as sent (``//`` and percent-escapes kept), which the client signed; the
+    dispatcher matches operations on the decoded path with doubled slashes collapsed."""
+    raw: bytes | None = scope.get("raw_path")
+    return scope["path"] if raw is None else raw.decode("ascii", errors="replace")

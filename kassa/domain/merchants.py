@@ -104,6 +104,12 @@ class Endpoint:
         """Live itself, or a group with a live member: its requests may move real money."""
         return any(e.mode is Mode.LIVE for e in (self, *self.members))
 
+    @property
+    def signing_mode(self) -> Mode:
+        """Whose RSA keys sign requests addressed here: live ones when the requests may move real money
+        (a group's own row says sandbox, whatever its members)."""
+        return Mode.LIVE if self.touches_live else Mode.SANDBOX
+
     def amount_limit_problem(self, amount: int) -> str | None:
         if self.min_amount is not None and amount < self.min_amount:
             return "amount is below the endpoint's minimum"

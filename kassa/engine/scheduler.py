@@ -1,5 +1,6 @@
-"""Time-driven work: settlement at the daily cut-off, expiry of authorizations never captured, and the
-charges of recurring payments (``core.recurring``), each tick, on the clock it is given."""
+"""Time-driven work: settlement at the daily cut-off, expiry of authorizations never captured, forgetting
+OAuth nonces whose timestamps the window no longer admits, and the charges of recurring payments
+(``core.recurring``), each tick, on the clock it is given."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from kassa.clock import now_ms
 from kassa.core import recurring
 from kassa.core.settlement import expire_authorizations, settle
 from kassa.domain.recurring import Retries
-from kassa.storage import schedule
+from kassa.storage import oauth_nonces, schedule
 from kassa.storage.database import Database
 
 log = logging.getLogger("kassa.scheduler")
@@ -40,6 +41,7 @@ class Scheduler:
         cutoff: str,
         authorization_ttl_seconds: float,
         interval: float,
+        oauth_window_seconds: int,
         retries: Retries,
         clock: Callable[[], int] = now_ms,
         wake: Callable[[], None] = lambda: None,
@@ -48,6 +50,7 @@ class Scheduler:
         self.cutoff = cutoff
         self.ttl_ms = int(authorization_ttl_seconds * 1000)
         self.interval = interval
+        self.oauth_window_ms = oauth_window_seconds * 1000
         self.retries = retries
         self.clock = clock  # epoch ms: tests run the real ticks on a clock of their own
         self.wake = wake  # new jobs or callbacks were committed: the process's workers should look
@@ -68,6 +71,8 @@ class Scheduler:
             count = await self.db.write(lambda conn: settle(conn, now))
             log.info("settlement ran", extra={"orders": count})
         await self._expire(now)
+        # Every node prunes: one indexed delete of what is there, and a no-op where another node just did.
+        await self.db.write(lambda conn: oauth_nonces.prune(conn, (now - self.oauth_window_ms) // 1000))
         await self._recurring(now)
 
     async def _recurring(self, now: int) -> None:

@@ -13,6 +13,7 @@ from kassa.domain.merchants import Mode
 from kassa.runtime import open_store
 from kassa.settings import Settings
 from kassa.signing.control import control_of
+from kassa.storage import merchant_keys
 from kassa.storage import merchants as merchant_store
 from kassa.vault.keys import Vault, load_vault
 
@@ -24,6 +25,7 @@ class Demo:
     login: str
     control_key: str
     endpoint_id: int
+    keys: int = 0  # RSA public keys in force for the sandbox
 
 
 def ensure(settings: Settings) -> Demo:
@@ -44,7 +46,8 @@ def _ensure(conn: Connection, vault: Vault) -> Demo:
     endpoints = merchant_store.list_endpoints(conn, vault)
     owned = [e for e in endpoints if e.merchant.id == merchant.id and not e.is_group]
     if owned:
-        return Demo(merchant.login, merchant.control_key, owned[0].id)
+        keys = len(merchant_keys.active_pems(conn, merchant.id, Mode.SANDBOX))
+        return Demo(merchant.login, merchant.control_key, owned[0].id, keys)
     spec = merchant_store.EndpointSpec(merchant.id, "USD", Mode.SANDBOX, False, "KASSA DEMO", None, None, True)
     return Demo(merchant.login, merchant.control_key, merchant_store.create_endpoint(conn, spec, now))
 
@@ -72,7 +75,29 @@ def announce(demo: Demo, settings: Settings, host: str, port: int) -> None:
                 "Its status:",
                 f"  curl -s -H 'Accept: application/vnd.pay+json' -d '{status_fields}&control={status_control}'"
                 f" {base}/api/v2/status/{demo.endpoint_id}",
+                *_oauth_lines(demo),
                 "",
             ]
         )
     )
+
+
+def _oauth_lines(demo: Demo) -> list[str]:
+    """How to sign with OAuth: HMAC-SHA1 needs nothing more; RSA-SHA256 needs a key the merchant makes,
+    so the demo shows the commands rather than making a private key nobody asked for."""
+    lines = [
+        "OAuth 1.0a (payout, the v4 operations): scripts in docs/api.md, Signing with OAuth.",
+        "  HMAC-SHA1: the control key above.",
+    ]
+    if demo.keys:
+        return [
+            *lines,
+            f"  RSA-SHA256: {demo.keys} sandbox key(s) registered (kassa key list --merchant {demo.login}).",
+        ]
+    return [
+        *lines,
+        "  RSA-SHA256: make a key pair and register its public half:",
+        "    openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out demo-private.pem",
+        "    openssl pkey -in demo-private.pem -pubout -out demo-public.pem",
+        f"    kassa key add --merchant {demo.login} --mode sandbox --pem demo-public.pem",
+    ]

@@ -37,14 +37,15 @@ def serve(
 ) -> None:
     """Serves an ASGI app as every Kassa server process does (the benchmark's reference apps too):
     uvicorn with uvloop and httptools, no access log (the gateway logs each request itself).
-    ``X-Forwarded-For`` and ``X-Forwarded-Proto`` are believed from ``trusted_proxies`` only; with
+    ``X-Forwarded-For``, ``-Proto`` and ``-Host`` are believed from ``trusted_proxies`` only; with
     ``limits``, slow or oversized request heads and stalled bodies close their connections."""
     import uvicorn
 
     from kassa.ops.connections import guarded_protocol
+    from kassa.ops.forwarding import ProxyHeaders
 
     config = uvicorn.Config(
-        app,
+        ProxyHeaders(app, list(trusted_proxies)) if trusted_proxies else app,
         host=host,
         port=port,
         loop="uvloop",
@@ -52,8 +53,7 @@ def serve(
         log_config=None,
         access_log=False,
         lifespan="on",
-        proxy_headers=bool(trusted_proxies),
-        forwarded_allow_ips=list(trusted_proxies),
+        proxy_headers=False,  # ProxyHeaders above: uvicorn's, marking requests from trusted proxies
     )
     uvicorn.Server(config).run(sockets=sockets)
 

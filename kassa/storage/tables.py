@@ -354,3 +354,35 @@ three_ds = Table(
     Column("created_at_ms", BigInteger, nullable=False),
     Column("updated_at_ms", BigInteger, nullable=False),
 )
+
+# Merchants' RSA public keys for OAuth RSA-SHA256 (CONTRACT §4), per mode (sandbox, live); several may be
+# active at once for rotation. A revoked key keeps its row, and its fingerprint may not be registered again
+# for the merchant in either mode: a key once revoked is assumed compromised, and sandbox and live keys
+# stay separate.
+merchant_keys = Table(
+    "merchant_keys",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("merchant_id", ForeignKey("merchants.id"), nullable=False),
+    Column("mode", String(16), nullable=False),
+    Column("public_key_pem", Text, nullable=False),  # SubjectPublicKeyInfo, whatever form was registered
+    Column("fingerprint", String(64), nullable=False),  # SHA-256 of the SPKI DER, lower-case hex
+    Column("bits", Integer, nullable=False),
+    Column("created_at_ms", BigInteger, nullable=False),
+    Column("revoked_at_ms", BigInteger),
+    UniqueConstraint("merchant_id", "fingerprint", name="uq_merchant_keys_fingerprint"),
+    Index("ix_merchant_keys_merchant_mode", "merchant_id", "mode"),
+    sqlite_autoincrement=True,
+)
+
+# OAuth nonces seen (RFC 5849 §3.3): a (merchant, oauth_timestamp, oauth_nonce) is accepted once. Rows whose
+# timestamp is older than the window are pruned (``engine/scheduler.py``): such a request is refused for its
+# timestamp before its nonce is looked at.
+oauth_nonces = Table(
+    "oauth_nonces",
+    metadata,
+    Column("merchant_id", ForeignKey("merchants.id"), primary_key=True),
+    Column("timestamp_s", BigInteger, primary_key=True),
+    Column("nonce", String(128), primary_key=True),
+    Index("ix_oauth_nonces_timestamp", "timestamp_s"),
+)

@@ -2,9 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from starlette.requests import Request
+from starlette.types import Scope
 
 from kassa.settings import Settings
+
+# Set in the ASGI scope of a request whose peer is a proxy of KASSA_TRUSTED_PROXIES (``ops/forwarding.py``).
+TRUSTED_PEER = "kassa.trusted_peer"
+
+
+def addressed(scope: Scope, headers: Mapping[str, str]) -> tuple[str, str]:
+    """The scheme and host the client addressed: the request's own, or behind a trusted proxy what it
+    forwarded (uvicorn has put ``X-Forwarded-Proto`` in the scope; ``X-Forwarded-Host`` is read here, its
+    last value, the one the proxy next to us set)."""
+    forwarded = headers.get("x-forwarded-host") if scope.get(TRUSTED_PEER) else None
+    if forwarded:
+        return scope["scheme"], forwarded.rpartition(",")[2].strip()
+    return scope["scheme"], headers.get("host") or Request(scope).url.netloc
 
 
 def base_url(settings: Settings, scheme: str, host: str) -> str:

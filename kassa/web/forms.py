@@ -52,12 +52,18 @@ def _too_large() -> FormError:
     return FormError(f"request body is larger than {MAX_BODY // 1024} KiB")
 
 
-def parse_form(body: bytes) -> list[tuple[str, str]]:
-    """Every name=value pair in order, values trimmed (duplicates kept: OAuth signs them all)."""
+def form_pairs(body: bytes) -> list[tuple[str, str]]:
+    """Every name=value pair in order, decoded but otherwise as sent (duplicates and white space kept:
+    OAuth signs them so)."""
     try:
         return [_pair(part) for part in body.decode("utf-8").split("&") if part]
     except (UnicodeDecodeError, ValueError):
         raise FormError("request body is not UTF-8 form data") from None
+
+
+def parse_form(body: bytes) -> list[tuple[str, str]]:
+    """``form_pairs`` with values trimmed (CONTRACT §1)."""
+    return [(name, value.strip()) for name, value in form_pairs(body)]
 
 
 def _pair(part: str) -> tuple[str, str]:
@@ -66,4 +72,4 @@ def _pair(part: str) -> tuple[str, str]:
     name, _, value = part.partition("=")
     if "%" in part or "+" in part:
         name, value = unquote_plus(name, errors="strict"), unquote_plus(value, errors="strict")
-    return name, value.strip()
+    return name, value

@@ -10,8 +10,9 @@ import pytest
 
 from kassa.api import fields as f
 from kassa.api.operations import OPERATIONS, Operation
-from tests.support.bodies import body
+from tests.support.bodies import body, post
 from tests.support.gateway import Gateway, Merchant, new_merchant
+from tests.support.oauth import key_pair, register_key
 
 BUILT = [op for op in OPERATIONS if op.handler is not None]
 URL_FIELDS = {op.code: [field.name for field in op.fields if field.check is f.url] for op in OPERATIONS}
@@ -20,11 +21,13 @@ TAKES_URLS = [op for op in BUILT if URL_FIELDS[op.code]]
 
 @pytest.fixture(scope="module")
 def shop(shared_gateway: Gateway) -> Merchant:
-    return new_merchant(shared_gateway, f"m-{uuid.uuid4().hex[:10]}")
+    merchant = new_merchant(shared_gateway, f"m-{uuid.uuid4().hex[:10]}")
+    register_key(shared_gateway, merchant.login, key_pair()[1])  # for the rows signed with OAuth RSA-SHA256
+    return merchant
 
 
 def _post(op: Operation, shop: Merchant, replaced: dict[str, str]) -> dict[str, str]:
-    response = shop.gateway.post(f"{op.path}/{shop.endpoint_id}", body(op, shop, "1", replaced))
+    response = post(op, shop, body(op, shop, "1", replaced))
     assert response.status_code == 400, (op.code, replaced, response.text)
     answer: dict[str, str] = response.json()
     return answer

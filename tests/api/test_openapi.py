@@ -65,6 +65,37 @@ def test_responses_list_the_refusals_each_operation_can_answer(document: dict[st
 
 
 @pytest.mark.backends("sqlite")
+def test_each_operation_names_the_signing_its_row_declares(document: dict[str, Any]) -> None:
+    schemes = document["components"]["securitySchemes"]
+    assert {name: (s["type"], s["scheme"]) for name, s in schemes.items()} == {
+        "oauth1-hmac-sha1": ("http", "OAuth"),
+        "oauth1-rsa-sha256": ("http", "OAuth"),
+    }
+    assert "control key followed by `&`" in schemes["oauth1-hmac-sha1"]["description"]
+    assert "within 300 s" in schemes["oauth1-rsa-sha256"]["description"]
+    for op in OPERATIONS:
+        post = document["paths"][f"{op.path}/{{endpointId}}"]["post"]
+        if isinstance(op.signing, OAuth):
+            assert post["security"] == [{f"oauth1-{op.signing.value.lower()}": []}], op.code
+            assert post["x-signing"]["method"] == op.signing.value
+            assert "WWW-Authenticate" in post["responses"]["401"]["headers"]
+        else:
+            assert post["security"] == [], op.code
+            assert post["x-signing"] == {"scheme": "control", "field": "control", "formula": op.signing.describe()}
+    assert document["paths"]["/api/v2/payout/{endpointId}"]["post"]["security"] == [{"oauth1-hmac-sha1": []}]
+    assert document["paths"]["/api/v4/transfer/{endpointId}"]["post"]["security"] == [{"oauth1-rsa-sha256": []}]
+
+
+@pytest.mark.backends("sqlite")
+def test_v4_operations_do_not_require_the_accept_header(document: dict[str, Any]) -> None:
+    for op in OPERATIONS:
+        [accept] = [
+            p for p in document["paths"][f"{op.path}/{{endpointId}}"]["post"]["parameters"] if p["name"] == "Accept"
+        ]
+        assert accept["required"] is not op.path.startswith("/api/v4/"), op.code
+
+
+@pytest.mark.backends("sqlite")
 def test_answers_of_recurring_payments_and_v4_card_references_name_their_ids(document: dict[str, Any]) -> None:
     schemas = document["components"]["schemas"]
     assert "recurring-payment-id" in schemas["StatusResponse"]["properties"]

@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterator
 import httpx
 import pytest
 
-from kassa.api.operations import OPERATIONS
+from kassa.api.operations import OPERATIONS, OAuth, Operation
+from tests.support import bodies
 from tests.support.gateway import (
     JSON_ACCEPT,
     Gateway,
@@ -24,6 +25,7 @@ from tests.support.gateway import (
     post_without_accept,
     sha1,
 )
+from tests.support.oauth import key_pair, register_key
 
 CARD = "4111111111111111"
 JSON_CONTENT_TYPE = "application/vnd.pay+json; charset=utf-8"
@@ -474,13 +476,27 @@ def test_prefix_is_configurable_down_to_the_root(gateway_factory: Callable[..., 
 # --- unimplemented operations and the OpenAPI document -----------------------------------------------------
 
 
-UNIMPLEMENTED = [(op.path, op.code) for op in OPERATIONS if op.handler is None]
+UNIMPLEMENTED = [op for op in OPERATIONS if op.handler is None]
 
 
-@pytest.mark.parametrize(("path", "code"), UNIMPLEMENTED, ids=[code for _, code in UNIMPLEMENTED])
-def test_unimplemented_operation_answers_501_naming_the_operation_code(shop: Merchant, path: str, code: str) -> None:
+@pytest.fixture(scope="module")
+def signing_shop(shop: Merchant) -> Merchant:
+    """``shop`` with an RSA key registered, for the OAuth rows."""
+    register_key(shop.gateway, shop.login, key_pair()[1])
+    return shop
+
+
+@pytest.mark.parametrize("op", UNIMPLEMENTED, ids=[op.code for op in UNIMPLEMENTED])
+def test_unimplemented_operation_answers_501_naming_the_operation_code_once_signed(
+    signing_shop: Merchant, op: Operation
+) -> None:
+    """Once its OAuth signature passed, for an OAuth row: a client can test its signing already."""
+    shop, code = signing_shop, op.code
     data = {"login": shop.login, "client_orderid": _order(), "orderid": "1", "control": "0" * 40}
-    response = shop.gateway.post(f"{path}/{shop.endpoint_id}", data)
+    if isinstance(op.signing, OAuth):
+        unsigned = shop.gateway.post(f"{op.path}/{shop.endpoint_id}", data)
+        assert (unsigned.status_code, unsigned.json()["error-code"]) == (401, "2"), unsigned.text
+    response = bodies.post(op, shop, data)
     assert response.status_code == 501, response.text
     assert response.headers["content-type"] == JSON_CONTENT_TYPE
     body = response.json()

@@ -39,8 +39,8 @@ class Calendar:
     def run_until(self, last: datetime.date) -> list[tuple[str, str]]:
         """Ticks every day through ``last``, each charge processed before the next day; the charges made."""
         scheduler = Scheduler(
-            self.db, cutoff="00:00", authorization_ttl_seconds=7 * 86400, interval=1, retries=RETRIES,
-            clock=lambda: self.now_ms,
+            self.db, cutoff="00:00", authorization_ttl_seconds=7 * 86400, interval=1, oauth_window_seconds=300,
+            retries=RETRIES, clock=lambda: self.now_ms,
         )  # fmt: skip
         while date_of(self.now_ms) <= last:
             asyncio.run(_tick_and_process(self.db, scheduler))

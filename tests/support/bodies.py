@@ -1,15 +1,20 @@
-"""A valid, signed body for any row of the operation table, with some fields replaced: for tests that
-drive every operation's fields (hostile input, URL rules) rather than one operation's meaning."""
+"""A valid, signed body for any row of the operation table, with some fields replaced, and its POST signed
+as the row signs (``control`` in the body, or OAuth): for tests that drive every operation's fields
+(hostile input, URL rules) rather than one operation's meaning. OAuth rows signed with RSA-SHA256 need
+the merchant to have ``key_pair()``'s public key registered (``tests.support.oauth.register_key``)."""
 
 from __future__ import annotations
 
 import contextlib
 import uuid
 
-from kassa.api.operations import Operation
+import httpx
+
+from kassa.api.operations import OAuth, Operation
 from kassa.domain import money
 from kassa.signing.control import ControlFormula
 from tests.support.gateway import Merchant, sha1
+from tests.support.oauth import key_pair, signed_post
 
 # A value every field of that name accepts, for the required fields of each row.
 _VALID = {
@@ -33,6 +38,17 @@ def body(op: Operation, merchant: Merchant, orderid: str, replaced: dict[str, st
     if isinstance(op.signing, ControlFormula):
         form.setdefault("control", control(op.signing, merchant, form))
     return form
+
+
+def post(op: Operation, merchant: Merchant, form: dict[str, str]) -> httpx.Response:
+    """``form`` posted to the row's path, with the OAuth signature the row asks for (none for a control row:
+    ``body`` put its control in the form)."""
+    if not isinstance(op.signing, OAuth):
+        return merchant.gateway.post(f"{op.path}/{merchant.endpoint_id}", form)
+    address = f"{merchant.gateway.base}{op.path}/{merchant.endpoint_id}"
+    if op.signing is OAuth.HMAC_SHA1:
+        return signed_post(address, form, login=merchant.login, method="HMAC-SHA1", control_key=merchant.control_key)
+    return signed_post(address, form, login=merchant.login, private_key_pem=key_pair()[0])
 
 
 def control(formula: ControlFormula, merchant: Merchant, form: dict[str, str]) -> str:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import datetime
 from typing import Any
 
 import click
 from sqlalchemy import Connection
 
 from kassa.clock import now_ms
-from kassa.ops.cli.common import emit, json_option, read, write
+from kassa.ops.cli.common import emit, iso_time, json_option, read, write
 from kassa.storage import callbacks as callback_store
 
 
@@ -35,7 +34,7 @@ def callbacks_list(order_id: int | None, state: str | None, as_json: bool) -> No
                 "status": c["state"],
                 "attempts": [
                     {
-                        "at": _iso(a["at_ms"]),
+                        "at": iso_time(a["at_ms"]),
                         "http_status": a["http_status"],
                         "error": a["error"],
                         "latency_ms": a["latency_ms"],
@@ -61,10 +60,6 @@ def callbacks_redeliver(callback_id: int | None, order_id: int | None, as_json: 
         raise click.UsageError("name one callback ID or --order N")
     count = write(lambda conn: callback_store.redeliver(conn, now_ms(), callback_id, order_id))
     emit(as_json, {"requeued": count}, [f"{count} callbacks queued again"])
-
-
-def _iso(ms: int) -> str:
-    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).isoformat(timespec="milliseconds")
 
 
 COMMANDS = (callbacks,)

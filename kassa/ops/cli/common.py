@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -65,6 +66,10 @@ def write(unit: Callable[[Connection], T], taken: str = "that name or id is alre
             raise click.ClickException(str(missing)) from None
         except IntegrityError:
             raise click.ClickException(taken) from None
+
+
+def iso_time(ms: int) -> str:
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).isoformat(timespec="milliseconds")
 
 
 def emit(as_json: bool, data: Any, lines: Sequence[str]) -> None:

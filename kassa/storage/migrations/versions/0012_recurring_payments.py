@@ -1,7 +1,7 @@
 """recurring payments and their charges
 
 Revision ID: 0012
-Revises: 0010 (0011, Scheme B's merchant keys, is built beside this one; the chain is fixed at merge)
+Revises: 0011
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0012"
-down_revision = "0010"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 

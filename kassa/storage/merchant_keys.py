@@ -1,0 +1,107 @@
+"""Queries on merchants' RSA public keys (``kassa key``; the verifier's ``kassa.keyring``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Select, and_, bindparam, insert, select, update
+
+from kassa.domain.merchants import Mode
+from kassa.signing.rsa_keys import PublicKey
+from kassa.storage.merchants import NotFound
+from kassa.storage.prepared import Prepared, Record
+from kassa.storage.tables import merchant_keys, merchants
+
+
+@dataclass(frozen=True, slots=True)
+class StoredKey:
+    id: int
+    merchant: str  # login
+    mode: Mode
+    fingerprint: str
+    bits: int
+    created_at_ms: int
+    revoked_at_ms: int | None
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at_ms is None
+
+
+def add(conn: Connection, merchant_id: int, mode: Mode, key: PublicKey, now_ms: int) -> StoredKey:
+    """Raises ``IntegrityError`` when the merchant has this key already (in either mode, revoked or not)."""
+    values = {
+        "merchant_id": merchant_id,
+        "mode": mode.value,
+        "public_key_pem": key.pem,
+        "fingerprint": key.fingerprint,
+        "bits": key.bits,
+        "created_at_ms": now_ms,
+    }
+    key_id = int(conn.execute(insert(merchant_keys).values(**values)).inserted_primary_key[0])  # type: ignore[index]
+    return by_id(conn, key_id)
+
+
+def by_id(conn: Connection, key_id: int) -> StoredKey:
+    row = conn.execute(_listing().where(merchant_keys.c.id == key_id)).mappings().first()
+    if row is None:
+        raise NotFound(f"no key {key_id}")
+    return _stored(row)
+
+
+def listing(conn: Connection, login: str | None = None) -> list[StoredKey]:
+    """Every key, or one merchant's, oldest first; revoked ones too (operators audit rotations)."""
+    query = _listing().order_by(merchant_keys.c.id)
+    if login is not None:
+        if conn.execute(select(merchants.c.id).where(merchants.c.login == login)).first() is None:
+            raise NotFound(f"no merchant with login {login!r}")
+        query = query.where(merchants.c.login == login)
+    return [_stored(row) for row in conn.execute(query).mappings()]
+
+
+def revoke(conn: Connection, key_id: int, now_ms: int) -> StoredKey:
+    """Revokes the key from now on; a key revoked already keeps its first revocation time."""
+    conn.execute(
+        update(merchant_keys)
+        .where(and_(merchant_keys.c.id == key_id, merchant_keys.c.revoked_at_ms.is_(None)))
+        .values(revoked_at_ms=now_ms)
+    )
+    return by_id(conn, key_id)
+
+
+def active_pems(conn: Connection, merchant_id: int, mode: Mode) -> list[tuple[int, str]]:
+    """(id, PEM) of the merchant's keys in force for ``mode``."""
+    rows = conn.execute(
+        select(merchant_keys.c.id, merchant_keys.c.public_key_pem).where(
+            merchant_keys.c.merchant_id == merchant_id,
+            merchant_keys.c.mode == mode.value,
+            merchant_keys.c.revoked_at_ms.is_(None),
+        )
+    )
+    return [(int(key_id), pem) for key_id, pem in rows]
+
+
+_REVOKED = Prepared(select(merchant_keys.c.revoked_at_ms).where(merchant_keys.c.id == bindparam("key_id")))
+
+
+def is_revoked(conn: Connection, key_id: int) -> bool:
+    """Read where a verified request records its nonce: a key revoked a moment ago in another process
+    verifies nothing from then on, without every request reading the keys."""
+    return _REVOKED.scalar(conn, {"key_id": key_id}) is not None
+
+
+def _listing() -> Select[Any]:
+    return select(merchant_keys, merchants.c.login).join(merchants, merchants.c.id == merchant_keys.c.merchant_id)
+
+
+def _stored(row: Record) -> StoredKey:
+    return StoredKey(
+        id=row["id"],
+        merchant=row["login"],
+        mode=Mode(row["mode"]),
+        fingerprint=row["fingerprint"],
+        bits=row["bits"],
+        created_at_ms=row["created_at_ms"],
+        revoked_at_ms=row["revoked_at_ms"],
+    )
