@@ -7,7 +7,9 @@ import gc
 import time
 from dataclasses import dataclass, field
 
+from kassa import crashpoints
 from kassa.domain.merchants import Endpoint
+from kassa.domain.recurring import Retries
 from kassa.engine.callbacks import CallbackConfig, CallbackDispatcher
 from kassa.engine.scheduler import Scheduler
 from kassa.engine.worker import Worker, WorkerConfig
@@ -108,6 +110,8 @@ def open_store(settings: Settings, vault: Vault, threads: int) -> Database:
 
 
 def build_services(settings: Settings, worker_count: int) -> Services:
+    if settings.test_clock:  # a process whose clock tests move is a test's: it may also be told to crash
+        crashpoints.arm(settings.test_crash_point)
     vault = load_vault(settings.vault_key, settings.vault_key_file)
     db = open_store(settings, vault, settings.db_threads)
     processor = SandboxProcessor(settings.sandbox_latency_ms)
@@ -125,14 +129,17 @@ def build_services(settings: Settings, worker_count: int) -> Services:
         return Services(settings, db, vault, directory, KeyRing(db), limits=limits)
     dispatcher = CallbackDispatcher(db, vault, _callback_config(settings))
     workers = [Worker(db, vault, processor, config, callbacks=dispatcher) for _ in range(worker_count)]
-    scheduler = Scheduler(
+    services = Services(settings, db, vault, directory, KeyRing(db), workers, None, dispatcher, limits)
+    services.scheduler = Scheduler(
         db,
         cutoff=settings.settlement_cutoff,
         authorization_ttl_seconds=settings.authorization_ttl_seconds,
         interval=settings.scheduler_interval,
         oauth_window_seconds=settings.oauth_window,
+        retries=Retries(settings.recurring_retries, int(settings.recurring_retry_delay_seconds * 1000)),
+        wake=services.wake_workers,  # a recurring charge's job; an expired card's callback
     )
-    return Services(settings, db, vault, directory, KeyRing(db), workers, scheduler, dispatcher, limits)
+    return services
 
 
 def _callback_config(settings: Settings) -> CallbackConfig:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit
 
+from kassa import crashpoints
 from kassa.vault.keys import master_key
 
 T = TypeVar("T")
@@ -319,6 +320,19 @@ class Settings:
     scheduler_interval: float = setting(
         "KASSA_SCHEDULER_INTERVAL", "10", _SECONDS, "seconds between checks for time-driven work"
     )
+    recurring_retries: int = setting(
+        "KASSA_RECURRING_RETRIES",
+        "3",
+        integer(0, 9),
+        "more tries of a recurring payment's declined charge (see `docs/api.md`, recurring payments)",
+    )
+    recurring_retry_delay_seconds: float = setting(
+        "KASSA_RECURRING_RETRY_DELAY_SECONDS",
+        "86400",
+        _SECONDS,
+        "seconds between a recurring charge's try and its retry",
+        shown_default="`86400` (a day)",
+    )
     callback_timeout: float = setting(
         "KASSA_CALLBACK_TIMEOUT", "10", _SECONDS, "seconds a callback delivery may take (see `docs/callbacks.md`)"
     )
@@ -442,6 +456,14 @@ class Settings:
         "0",
         boolean,
         "tests only: `POST {prefix}/_test/clock` moves the clock forward; refuses live endpoints",
+    )
+    test_crash_point: str | None = setting(
+        "KASSA_TEST_CRASH_POINT",
+        "",
+        optional(choice(*crashpoints.POINTS)),
+        "tests only, with `KASSA_TEST_CLOCK=1`: the process kills itself (SIGKILL) when it reaches this point "
+        "(`kassa/crashpoints.py`)",
+        shown_default="none",
     )
 
     @classmethod

@@ -165,6 +165,10 @@ def _response_schema(response: Response) -> dict[str, Any]:
     return {
         "type": "object",
         "description": f"type = {response.type}; every value is a string",
-        "properties": {"type": {"const": response.type}, "serial-number": {"type": "string"}},
+        "properties": {
+            "type": {"const": response.type},
+            "serial-number": {"type": "string"},
+            **{name: {"type": "string"} for name in response.fields},
+        },
         "additionalProperties": {"type": "string"},
     }

@@ -11,7 +11,7 @@ from enum import StrEnum
 from kassa.api import schemas as s
 from kassa.api.context import Handler
 from kassa.api.fields import Field
-from kassa.api.handlers import card_refs, followups, payments, status, threeds_uploads
+from kassa.api.handlers import card_refs, followups, payments, recurring, status, threeds_uploads
 from kassa.signing import control
 from kassa.signing.control import ControlFormula
 
@@ -28,15 +28,32 @@ Signing = ControlFormula | OAuth
 class Response:
     schema: str  # the OpenAPI schema of the answer
     type: str  # the answer's ``type`` field, written by the pipeline
+    fields: tuple[str, ...] = ()  # the fields the OpenAPI document names, beyond type and serial-number
 
+
+_CARD_REF_FIELDS = ("status", "merchant-order-id", "paynet-order-id", "card-ref-id")
+# CONTRACT §5: the status of an order (those after end-point-id when known).
+_STATUS_FIELDS = (
+    "status", "merchant-order-id", "paynet-order-id", "transaction-type", "order-stage", "amount", "currency",
+    "end-point-id", "by-request-sn", "card-type", "bin", "last-four-digits", "card-exp-month", "card-exp-year",
+    "cardholder-name", "email", "approval-code", "processor-rrn", "processor-tx-id", "descriptor", "card-ref-id",
+    "recurring-payment-id", "initial-amount", "captured-amount", "refunded-amount", "paynet-processing-date",
+    "error-message", "error-code",
+)  # fmt: skip
 
 ASYNC = Response("AsyncResponse", "async-response")
 FORM_REDIRECT = Response("AsyncCheckoutFormRedirect", "async-form-response")
-CARD_REF = Response("CardRefAsyncResponse", "create-card-ref-response")
-CARD_REF_V4 = Response("CardRefV4AsyncResponse", "create-card-ref-response")
+CARD_REF = Response("CardRefAsyncResponse", "create-card-ref-response", _CARD_REF_FIELDS)
+CARD_REF_V4 = Response(
+    "CardRefV4AsyncResponse", "create-card-ref-response", (*_CARD_REF_FIELDS, "unq-card-ref-id", "recurring-payment-id")
+)
 CARD_INFO = Response("CardInfoAsyncResponse", "get-card-info-response")
-STATUS = Response("StatusResponse", "status-response")
-RECURRING = Response("CreateRecurringPaymentResponse", "create-recurring-payment-response")
+STATUS = Response("StatusResponse", "status-response", _STATUS_FIELDS)
+RECURRING = Response(
+    "CreateRecurringPaymentResponse",
+    "create-recurring-payment-response",
+    ("status", "recurring-payment-id", "merchant-order-id"),
+)
 
 ALIASES = {
     "client-order-id": "client_orderid",
@@ -287,7 +304,7 @@ OPERATIONS: tuple[Operation, ...] = (
         response=CARD_REF_V4,
         signing=OAuth.RSA_SHA256,
         fields=s.CARDREF_V4_FIELDS,
-        handler=None,
+        handler=card_refs.create_card_ref_v4,
         summary="Card reference (v4)",
     ),
     Operation(
@@ -297,7 +314,7 @@ OPERATIONS: tuple[Operation, ...] = (
         response=RECURRING,
         signing=OAuth.RSA_SHA256,
         fields=s.RECURRING_FIELDS,
-        handler=None,
+        handler=recurring.create_recurring_payment,
         summary="Recurring payment subscription",
     ),
     Operation(

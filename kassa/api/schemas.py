@@ -100,7 +100,7 @@ PAYOUT_DESTINATION = (
     Field("receiver_name", f.text(128)),
 )
 PAYOUT_FIELDS = (CLIENT_ORDERID, ORDER_DESC, CURRENCY, AMOUNT, IPADDRESS, *PAYOUT_DESTINATION, *URLS)
-CARDREF_V4_FIELDS = (CLIENT_ORDERID, ORDERID)
+CARDREF_V4_FIELDS = (CLIENT_ORDERID, ORDERID, Field("login", f.text(64), False, "if sent, the endpoint's merchant"))
 TRANSFER_FIELDS = (
     CLIENT_ORDERID,
     ORDER_DESC,
@@ -140,10 +140,23 @@ REBILL_FIELDS = (
     CLIENT_ORDERID, LOGIN, Field("cardrefid", f.text(20), True), ORDER_DESC, CURRENCY, AMOUNT, IPADDRESS,
     Field("cvv2", f.digits(4)), Field("comment", f.text(256)), *URLS, CONTROL,
 )  # fmt: skip
+# A charge's client_orderid is the payment's with "-{n}" (and "-r{k}" for a retry) after it: 16 characters
+# are left for them within the 128 of an order's.
 RECURRING_FIELDS = (
-    CLIENT_ORDERID, Field("cardrefid", f.text(20)), ORDER_DESC, CURRENCY, AMOUNT, Field("email", f.email),
-    Field("period", f.choice("day", "week", "month", "year")), Field("interval", f.digits(4)),
-    Field("start-date", f.text(10)), Field("finish-date", f.text(10)), Field("max-count", f.digits(6)), *URLS,
+    Field("client_orderid", f.text(112), True, "the merchant's id of the payment; its charges add -{n}"),
+    Field("cardrefid", f.text(20), False, "the card reference to charge; or the card fields"),
+    Field("credit_card_number", f.card_number, False, "card number (PAN), when no cardrefid is sent"),
+    Field("card_printed_name", f.text(128), False, "cardholder name"),
+    Field("expire_month", f.expire_month, False, "MM, with credit_card_number"),
+    Field("expire_year", f.expire_year, False, "YY or YYYY, with credit_card_number"),
+    ORDER_DESC, CURRENCY, Field("amount", f.amount(), True, "decimal amount in major units, of each charge"),
+    Field("email", f.email),
+    Field("period", f.choice("day", "week", "month", "year"), False, "none: no automatic charges"),
+    Field("interval", f.digits(4), False, "every this many periods; default 1"),
+    Field("start-date", f.text(10), False, "YYYY-MM-DD, today (UTC) or later; default today"),
+    Field("finish-date", f.text(10), False, "YYYY-MM-DD: no charge after this date"),
+    Field("max-count", f.digits(6), False, "no more charges than this"),
+    *URLS,
 )  # fmt: skip
 PAYOUT_PAY_FIELDS = (CLIENT_ORDERID, ORDERID, LOGIN)
 PAN_ELIGIBILITY_FIELDS = (

@@ -1,5 +1,6 @@
-"""Time-driven work: settlement at the daily cut-off, expiry of authorizations never captured, and
-forgetting OAuth nonces whose timestamps the window no longer admits."""
+"""Time-driven work: settlement at the daily cut-off, expiry of authorizations never captured, forgetting
+OAuth nonces whose timestamps the window no longer admits, and the charges of recurring payments
+(``core.recurring``), each tick, on the clock it is given."""
 
 from __future__ import annotations
 
@@ -7,10 +8,15 @@ import asyncio
 import contextlib
 import datetime
 import logging
+from collections.abc import Callable
 from functools import partial
 
+from sqlalchemy import Connection
+
 from kassa.clock import now_ms
+from kassa.core import recurring
 from kassa.core.settlement import expire_authorizations, settle
+from kassa.domain.recurring import Retries
 from kassa.storage import oauth_nonces, schedule
 from kassa.storage.database import Database
 
@@ -36,12 +42,18 @@ class Scheduler:
         authorization_ttl_seconds: float,
         interval: float,
         oauth_window_seconds: int,
+        retries: Retries,
+        clock: Callable[[], int] = now_ms,
+        wake: Callable[[], None] = lambda: None,
     ) -> None:
         self.db = db
         self.cutoff = cutoff
         self.ttl_ms = int(authorization_ttl_seconds * 1000)
         self.interval = interval
         self.oauth_window_ms = oauth_window_seconds * 1000
+        self.retries = retries
+        self.clock = clock  # epoch ms: tests run the real ticks on a clock of their own
+        self.wake = wake  # new jobs or callbacks were committed: the process's workers should look
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
@@ -53,7 +65,7 @@ class Scheduler:
                 await asyncio.wait_for(stop.wait(), self.interval)
 
     async def tick(self) -> None:
-        now = now_ms()
+        now = self.clock()
         following = next_cutoff(now, self.cutoff)
         if await self.db.write(lambda conn: schedule.claim_due(conn, "settlement", now, following)):
             count = await self.db.write(lambda conn: settle(conn, now))
@@ -61,6 +73,29 @@ class Scheduler:
         await self._expire(now)
         # Every node prunes: one indexed delete of what is there, and a no-op where another node just did.
         await self.db.write(lambda conn: oauth_nonces.prune(conn, (now - self.oauth_window_ms) // 1000))
+        await self._recurring(now)
+
+    async def _recurring(self, now: int) -> None:
+        """Outcomes first (a failed try's retry may be due already), then retries, then regular charges;
+        each step a batch per database transaction until a batch comes back short. Charges go on until none
+        is due: a payment some charges behind (the scheduler was stopped) gets one per batch."""
+        retries = self.retries
+        await self._batches(lambda conn: recurring.observe_outcomes(conn, now, retries), "outcomes")
+        made = await self._batches(lambda conn: recurring.retry_due(conn, now), "retries")
+        made += await self._batches(lambda conn: recurring.charge_due(conn, now), "charges", short=1)
+        if made:
+            self.wake()
+
+    async def _batches(self, batch: Callable[[Connection], int], what: str, short: int = recurring.BATCH) -> int:
+        """Runs ``batch`` until it returns less than ``short``; returns the sum."""
+        total = 0
+        while True:
+            count = await self.db.write(batch)
+            total += count
+            if count < short:
+                if total:
+                    log.info("recurring payments", extra={"step": what, "count": total})
+                return total
 
     async def _expire(self, now: int) -> None:
         """Open authorizations past their lifetime, a batch per database transaction (a long one would

@@ -209,7 +209,8 @@ class Worker(Consumer):
             amount=tx["amount"],
             currency=tx["currency"],
             instrument=instrument,
-            cardholder_present=work.order["card_ref_id"] is None,
+            # A rebill or a recurring charge: nobody is there to answer 3-D Secure.
+            cardholder_present=work.order["card_ref_id"] is None and work.order["recurring_payment_id"] is None,
         )
 
     async def _after_failure(self, job: Job) -> None:

@@ -99,6 +99,8 @@ orders = Table(
     # The card reference a rebill charged (no cardholder present). No foreign key: card_refs refers to
     # orders already, and a cycle of keys would complicate every migration.
     Column("card_ref_id", BigInteger),
+    # The recurring payment whose charge this order is (``recurring_charges`` names the try).
+    Column("recurring_payment_id", BigInteger),
     Column("email", String(254), nullable=False, default=""),
     Column("order_desc", Text, nullable=False, default=""),
     Column("customer", Text, nullable=False, default="{}"),
@@ -123,6 +125,66 @@ card_refs = Table(
     Column("card_id", ForeignKey("cards.id"), nullable=False),
     Column("order_id", ForeignKey("orders.id"), nullable=False, unique=True),
     Column("created_at_ms", BigInteger, nullable=False),
+    sqlite_autoincrement=True,
+)
+
+# Recurring payments (CONTRACT §13): a stored card charged on a schedule (create-recurring-payment), or
+# without one, the tokenised card a create-card-ref v4 answers with (``origin_card_ref_id``). The id is the
+# ``recurring-payment-id``. ``charges_made`` is the number of the last regular charge, ``next_charge_at_ms``
+# when the next is due (NULL: none is).
+recurring_payments = Table(
+    "recurring_payments",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("merchant_id", ForeignKey("merchants.id"), nullable=False),
+    Column("endpoint_id", ForeignKey("endpoints.id"), nullable=False),
+    Column("client_orderid", String(128)),  # NULL for a create-card-ref v4's
+    Column("card_id", ForeignKey("cards.id"), nullable=False),
+    Column("card_ref_id", BigInteger),  # the reference it charges, when made on one
+    Column("origin_card_ref_id", BigInteger, unique=True),  # the reference a create-card-ref v4 made it for
+    Column("amount", BigInteger),
+    Column("currency", String(3)),
+    Column("order_desc", Text, nullable=False, default=""),
+    Column("email", String(254), nullable=False, default=""),
+    Column("server_callback_url", Text),
+    Column("notify_url", Text),
+    Column("merchant_data", Text),
+    Column("request_fingerprint", String(64)),
+    Column("period", String(8)),
+    Column("interval", Integer),
+    Column("start_date", String(10)),
+    Column("finish_date", String(10)),
+    Column("max_count", Integer),
+    Column("status", String(16), nullable=False),
+    Column("charges_made", Integer, nullable=False, default=0),
+    Column("charges_approved", Integer, nullable=False, default=0),
+    Column("charges_declined", Integer, nullable=False, default=0),  # every try of the charge failed
+    Column("next_charge_at_ms", BigInteger),
+    Column("created_at_ms", BigInteger, nullable=False),
+    Column("updated_at_ms", BigInteger, nullable=False),
+    UniqueConstraint("endpoint_id", "client_orderid", name="uq_recurring_payments_endpoint_client_orderid"),
+    Index("ix_recurring_payments_due", "next_charge_at_ms"),
+    Index("ix_recurring_payments_merchant", "merchant_id", "id"),
+    sqlite_autoincrement=True,
+)
+
+# Each try of each charge of a recurring payment: the unique key (payment, charge number, try number) is
+# claimed in the same database transaction that opens the try's order, so no charge is ever made twice,
+# by two processes or after a crash. ``order_id`` is NULL when the try's client_orderid was taken.
+recurring_charges = Table(
+    "recurring_charges",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("recurring_payment_id", ForeignKey("recurring_payments.id"), nullable=False),
+    Column("number", Integer, nullable=False),
+    Column("try_number", Integer, nullable=False),  # 0: the charge's first try
+    Column("order_id", ForeignKey("orders.id")),
+    Column("due_at_ms", BigInteger, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("retry_at_ms", BigInteger),  # with state retry_due: when the next try is due
+    Column("created_at_ms", BigInteger, nullable=False),
+    UniqueConstraint("recurring_payment_id", "number", "try_number", name="uq_recurring_charges_try"),
+    Index("ix_recurring_charges_state", "state", "retry_at_ms"),
     sqlite_autoincrement=True,
 )
 

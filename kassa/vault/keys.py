@@ -96,3 +96,11 @@ def cvv_context(serial: str) -> str:
 
 def control_key_context(merchant_id: int) -> str:
     return f"control-key/merchant/{merchant_id}"
+
+
+def card_ref_unique_id(vault: Vault, merchant_id: int, pan_fingerprint: str) -> str:
+    """create-card-ref v4's ``unq-card-ref-id``: the same for every reference of one card number at one
+    merchant, computed from the card's keyed fingerprint, never the PAN. The merchant's id is inside the
+    keyed digest, so two merchants get unrelated values for one card and cannot match their customers by
+    it. 40 hex digits (160 bits)."""
+    return vault.fingerprint(f"unq-card-ref/merchant/{merchant_id}/{pan_fingerprint}")[:40]

@@ -7,6 +7,7 @@ import uuid
 import httpx
 import pytest
 
+from tests.support.cards import pan_ending
 from tests.support.gateway import Gateway, Merchant, minor_units, new_merchant, sha1
 from tests.support.operations import LEDGER_OK, approved_order, final, ledger_check, preauth
 
@@ -60,16 +61,6 @@ def stored_card(m: Merchant, pan: str = CARD, **sale_fields: str) -> str:
     orderid = answer.json()["paynet-order-id"]
     assert m.wait_final(orderid)["status"] == "approved"
     return card_ref_of(m, client_orderid, orderid)
-
-
-def pan_ending(last_three: str) -> str:
-    """A Luhn-valid Visa number whose last three digits are ``last_three`` (a sandbox trigger)."""
-    for middle in range(10):
-        pan = f"411111111111{middle}{last_three}"
-        total = sum(d if i % 2 == 0 else (2 * d - 9 if d > 4 else 2 * d) for i, d in enumerate(map(int, pan[::-1])))
-        if total % 10 == 0:
-            return pan
-    raise AssertionError("no Luhn-valid number ends in " + last_three)
 
 
 def refused(response: httpx.Response, code: int) -> dict[str, str]:

@@ -93,3 +93,15 @@ def test_v4_operations_do_not_require_the_accept_header(document: dict[str, Any]
             p for p in document["paths"][f"{op.path}/{{endpointId}}"]["post"]["parameters"] if p["name"] == "Accept"
         ]
         assert accept["required"] is not op.path.startswith("/api/v4/"), op.code
+
+
+@pytest.mark.backends("sqlite")
+def test_answers_of_recurring_payments_and_v4_card_references_name_their_ids(document: dict[str, Any]) -> None:
+    schemas = document["components"]["schemas"]
+    assert "recurring-payment-id" in schemas["StatusResponse"]["properties"]
+    assert {"card-ref-id", "unq-card-ref-id", "recurring-payment-id"} <= set(
+        schemas["CardRefV4AsyncResponse"]["properties"]
+    )
+    assert {"status", "recurring-payment-id", "merchant-order-id"} <= set(
+        schemas["CreateRecurringPaymentResponse"]["properties"]
+    )

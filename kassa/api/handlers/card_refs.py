@@ -10,12 +10,12 @@ from kassa.api.errors import ApiError, Code, field_error
 from kassa.api.handlers.common import card_fields, change_order, order_ref, serving_endpoint
 from kassa.api.handlers.payments import new_order, open_order
 from kassa.clock import now_ms
-from kassa.core import followups
-from kassa.domain import cards
+from kassa.core import followups, rebills, recurring
 from kassa.domain.money import Currency
 from kassa.domain.transactions import TxType
 from kassa.storage import card_refs as card_ref_store
 from kassa.storage.prepared import Record
+from kassa.vault.keys import card_ref_unique_id
 
 _MAX_REF_DIGITS = 18  # an int64 id
 # get-card-info names the card fields status reports (CONTRACT §5) its own way.
@@ -30,20 +30,35 @@ _CARD_INFO_NAMES = {
 
 
 async def create_card_ref(req: OperationRequest) -> Reply:
-    values = req.values
     ref, now = order_ref(req), now_ms()
     ref_id = await change_order(req, lambda conn: followups.card_reference(conn, ref, now))
+    return _card_ref_reply(req, ref_id)
+
+
+async def create_card_ref_v4(req: OperationRequest) -> Reply:
+    """v2's reference, with its unique id and the recurring payment (no schedule) that tokenises the card,
+    usable later where a ``card_recurring_payment_id`` is asked for; the same ids for every call."""
+    ref, now = order_ref(req), now_ms()
+    made = await change_order(req, lambda conn: recurring.tokenise(conn, ref, now))
+    return {
+        **_card_ref_reply(req, made.card_ref_id),
+        "unq-card-ref-id": card_ref_unique_id(req.services.vault, req.merchant_id, made.pan_fingerprint),
+        "recurring-payment-id": str(made.recurring_payment_id),
+    }
+
+
+def _card_ref_reply(req: OperationRequest, ref_id: int) -> Reply:
     return {
         "serial-number": req.serial,
         "status": "approved",
-        "merchant-order-id": values["client_orderid"],
-        "paynet-order-id": str(values["orderid"]),
+        "merchant-order-id": req.values["client_orderid"],
+        "paynet-order-id": str(req.values["orderid"]),
         "card-ref-id": str(ref_id),
     }
 
 
 async def get_card_info(req: OperationRequest) -> Reply:
-    _ref_id, card = await _stored_card(req)
+    _ref_id, card = await stored_card(req)
     shown = {_CARD_INFO_NAMES[name]: value for name, value in card_fields(card).items()}
     return {"serial-number": req.serial, **shown}
 
@@ -55,14 +70,21 @@ async def make_rebill(req: OperationRequest) -> Reply:
     endpoint = serving_endpoint(req.endpoint, cur.code)
     if problem := endpoint.amount_limit_problem(req.values["amount"]):
         raise ApiError(Code.AMOUNT, problem)
-    ref_id, card = await _stored_card(req)
-    expiry = cards.Expiry(card["exp_month"], card["exp_year"])
-    if expiry.passed(datetime.datetime.now(datetime.UTC).date()):
+    stored = await usable_card(req)
+    return await open_order(req, rebills.sale_on(new_order(req, TxType.SALE, endpoint.id, cur), stored))
+
+
+async def usable_card(req: OperationRequest) -> rebills.StoredCard:
+    """The card the request's ``cardrefid`` names, to charge: refused when it has expired."""
+    ref_id, card = await stored_card(req)
+    stored = rebills.StoredCard.of(card, ref_id)
+    if stored.expired_by(datetime.datetime.now(datetime.UTC).date()):
         raise field_error("cardrefid", "names a card that has expired")
-    return await open_order(req, new_order(req, TxType.SALE, endpoint.id, cur, stored=(ref_id, card["id"])))
+    return stored
 
 
-async def _stored_card(req: OperationRequest) -> tuple[int, Record]:
+async def stored_card(req: OperationRequest) -> tuple[int, Record]:
+    """The reference the request's ``cardrefid`` names, and its card; code 5 when it is not this merchant's."""
     text: str = req.values["cardrefid"]
     if not (text.isascii() and text.isdigit() and len(text) <= _MAX_REF_DIGITS):
         raise _no_such_reference()

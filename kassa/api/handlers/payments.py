@@ -99,11 +99,10 @@ def new_order(
     cur: Currency,
     *,
     card: NewCard | None = None,
-    stored: tuple[int, int] | None = None,
     hosted: bool = False,
 ) -> NewOrder:
-    """The order a request starts, paid with the ``card`` it sent, a card ``stored`` before (its
-    reference and card id), or, ``hosted``, a card the gateway's page will collect."""
+    """The order a request starts, paid with the ``card`` it sent or, ``hosted``, a card the gateway's page
+    will collect (a rebill's stored card: ``core.rebills.sale_on``)."""
     values, settings = req.values, req.services.settings
     cvv: str | None = values.get("cvv2")
     return NewOrder(
@@ -124,8 +123,6 @@ def new_order(
         serial=req.serial,
         now_ms=now_ms(),
         card=card,
-        card_ref_id=stored[0] if stored else None,
-        card_id=stored[1] if stored else None,
         cvv_ciphertext=req.services.vault.encrypt(cvv, cvv_context(req.serial)) if cvv else None,
         form_ttl_ms=int(settings.session_ttl_seconds * 1000) if hosted else None,
         form_token=tokens.new_token(req.services.vault)[1] if hosted else None,

@@ -105,6 +105,7 @@ def _status_fields(req: OperationRequest, snapshot: OrderSnapshot, tx: Record) -
     optional = {
         "descriptor": endpoint.descriptor,
         "card-ref-id": order["card_ref_id"] and str(order["card_ref_id"]),
+        "recurring-payment-id": order["recurring_payment_id"] and str(order["recurring_payment_id"]),
         "email": order["email"],
         "approval-code": tx["approval_code"],
         "processor-rrn": tx["processor_rrn"],

@@ -9,7 +9,7 @@ import os
 import click
 
 from kassa import logs
-from kassa.ops.cli import callbacks, keys, merchants, orders, serving
+from kassa.ops.cli import callbacks, keys, merchants, orders, recurring, serving
 from kassa.settings import SettingError, Settings
 
 
@@ -28,5 +28,6 @@ def main(context: click.Context) -> None:
     logs.configure(context.obj.log_level)
 
 
-for command in (*serving.COMMANDS, *merchants.COMMANDS, *keys.COMMANDS, *orders.COMMANDS, *callbacks.COMMANDS):
-    main.add_command(command)
+for group in (serving, merchants, keys, orders, recurring, callbacks):
+    for command in group.COMMANDS:
+        main.add_command(command)

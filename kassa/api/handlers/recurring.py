@@ -1,0 +1,101 @@
+"""create-recurring-payment (CONTRACT §13): a subscription that charges a stored card, or the card sent with
+it, on a schedule (``domain.recurring``); the scheduler makes the charges (``core.recurring``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from kassa.api.context import OperationRequest, Reply
+from kassa.api.errors import ApiError, Code, field_error
+from kassa.api.handlers.card_refs import usable_card
+from kassa.api.handlers.common import serving_endpoint
+from kassa.api.handlers.payments import new_card, request_fingerprint
+from kassa.clock import now_ms
+from kassa.core import recurring
+from kassa.domain.money import Currency
+from kassa.domain.recurring import Schedule, ScheduleError, date_of, schedule_of
+from kassa.storage.orders import NewCard
+from kassa.storage.recurring import NewPayment
+
+_CARD_FIELDS = ("credit_card_number", "expire_month", "expire_year")
+
+
+async def create_recurring_payment(req: OperationRequest) -> Reply:
+    values = req.values
+    cur: Currency = values["currency"]
+    endpoint = serving_endpoint(req.endpoint, cur.code)
+    if problem := endpoint.amount_limit_problem(values["amount"]):
+        raise ApiError(Code.AMOUNT, problem)
+    _check_card_fields(req.values)
+    now = now_ms()
+    schedule = _schedule(req.values, now)
+    new = NewPayment(
+        req.merchant_id,
+        endpoint.id,
+        now,
+        client_orderid=values["client_orderid"],
+        amount=values["amount"],
+        currency=cur.code,
+        order_desc=values.get("order_desc", ""),
+        email=values.get("email", ""),
+        server_callback_url=values.get("server_callback_url"),
+        notify_url=values.get("notify_url"),
+        merchant_data=values.get("merchant_data"),
+        request_fingerprint=request_fingerprint(req),
+        **_schedule_columns(schedule),
+    )
+    card: NewCard | None = None
+    if "cardrefid" in values:
+        stored = await usable_card(req)
+        new = dataclasses.replace(new, card_id=stored.card_id, card_ref_id=stored.ref_id)
+    else:
+        card = new_card(req)  # encrypted by the vault as a sale's; the CVV is not asked for, nor kept
+    created = await req.services.db.write(lambda conn: recurring.create(conn, new, card))
+    if not created.created and created.request_fingerprint != new.request_fingerprint:
+        raise ApiError(Code.DUPLICATE, "client_orderid was already used with different fields")
+    return {
+        "serial-number": req.serial,
+        "status": "approved",
+        "recurring-payment-id": str(created.payment_id),
+        "merchant-order-id": values["client_orderid"],
+    }
+
+
+def _check_card_fields(values: dict[str, Any]) -> None:
+    """The card comes one way: by ``cardrefid``, or as the card fields."""
+    sent = [name for name in _CARD_FIELDS if name in values]
+    if "cardrefid" in values and sent:
+        raise field_error(sent[0], "cannot be sent with cardrefid")
+    if "cardrefid" not in values and not sent:
+        raise field_error("cardrefid", "or the card (credit_card_number, expire_month, expire_year) is required")
+    if sent and len(sent) < len(_CARD_FIELDS):
+        missing = next(name for name in _CARD_FIELDS if name not in values)
+        raise field_error(missing, "is required with the card")
+
+
+def _schedule(values: dict[str, Any], now: int) -> Schedule | None:
+    try:
+        return schedule_of(
+            period=values.get("period"),
+            interval=values.get("interval"),
+            start_date=values.get("start-date"),
+            finish_date=values.get("finish-date"),
+            max_count=values.get("max-count"),
+            today=date_of(now),
+        )
+    except ScheduleError as wrong:
+        raise field_error(wrong.field, wrong.problem) from None
+
+
+def _schedule_columns(schedule: Schedule | None) -> dict[str, Any]:
+    if schedule is None:
+        return {}
+    return {
+        "period": schedule.period.value,
+        "interval": schedule.interval,
+        "start_date": schedule.start.isoformat(),
+        "finish_date": schedule.finish.isoformat() if schedule.finish else None,
+        "max_count": schedule.max_count,
+        "next_charge_at_ms": schedule.due_ms(1),
+    }

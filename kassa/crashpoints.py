@@ -1,0 +1,29 @@
+"""Crash points, for tests only: with ``KASSA_TEST_CRASH_POINT=name`` (and ``KASSA_TEST_CLOCK=1``) a
+process kills itself with SIGKILL, as ``kill -9`` would, when it reaches the point of that name. Crash
+tests (tests/engine/test_recurring_processes.py) use it to stop a process between two steps they could not
+otherwise hit, and show that the restart neither skips nor repeats the work.
+
+A point is reached inside a unit of work: the process dies with the database transaction open, as it
+would if the machine lost power there."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+# The recurring scheduler has opened a charge's order and not yet moved the payment on to its next charge.
+RECURRING_CHARGE_OPENED = "RECURRING_CHARGE_OPENED"
+POINTS = (RECURRING_CHARGE_OPENED,)
+
+_armed: str | None = None
+
+
+def arm(point: str | None) -> None:
+    """Makes ``point`` kill this process when reached (None: no point does)."""
+    global _armed
+    _armed = point
+
+
+def reached(point: str) -> None:
+    if _armed == point:
+        os.kill(os.getpid(), signal.SIGKILL)
