@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import Connection
@@ -137,12 +138,7 @@ def observe_outcomes(conn: Connection, now_ms: int, retries: Retries) -> int:
     """Up to ``BATCH`` open tries whose sale has ended: counted, or given a retry; returns how many were
     looked at (fewer than ``BATCH``: no more are waiting)."""
     ended = store.settled_open_charges(conn, _ENDING, BATCH)
-    payments = store.lock_all(conn, {row["recurring_payment_id"] for row in ended})
-    for row in ended:
-        payment = payments[row["recurring_payment_id"]]
-        charge = store.lock_charge(conn, row["id"])
-        if charge["state"] != ChargeState.OPEN:  # another process got to it first
-            continue
+    for row, payment, charge in _locked(conn, ended, ChargeState.OPEN):
         if Stage(row["stage"]) is Stage.APPROVED:
             store.set_charge(conn, charge["id"], state=ChargeState.APPROVED.value)
             store.count_outcome(conn, payment["id"], approved=True, now_ms=now_ms)
@@ -164,15 +160,20 @@ def _failed(conn: Connection, payment: Record, charge: Record, now_ms: int, retr
 def retry_due(conn: Connection, now_ms: int) -> int:
     """The next try of up to ``BATCH`` failed tries whose retry is due; returns how many were looked at."""
     due = store.retries_due(conn, now_ms, BATCH)
-    payments = store.lock_all(conn, {row["recurring_payment_id"] for row in due})
-    for row in due:
-        payment = payments[row["recurring_payment_id"]]
-        charge = store.lock_charge(conn, row["id"])
-        if charge["state"] != ChargeState.RETRY_DUE:  # another process got to it first
-            continue
+    for _row, payment, charge in _locked(conn, due, ChargeState.RETRY_DUE):
         store.set_charge(conn, charge["id"], state=ChargeState.DECLINED.value, retry_at_ms=None)
         _make_try(conn, payment, charge["number"], charge["try_number"] + 1, charge["retry_at_ms"], now_ms)
     return len(due)
+
+
+def _locked(conn: Connection, rows: Sequence[Record], state: ChargeState) -> Iterator[tuple[Record, Record, Record]]:
+    """Each row with its payment and its charge, locked (the payments first, in id order), when the charge
+    is still in ``state``: another process may have moved it on since the rows were read."""
+    payments = store.lock_all(conn, {row["recurring_payment_id"] for row in rows})
+    for row in rows:
+        charge = store.lock_charge(conn, row["id"])
+        if charge["state"] == state:
+            yield row, payments[row["recurring_payment_id"]], charge
 
 
 def _make_try(conn: Connection, payment: Record, n: int, try_number: int, due_at_ms: int, now_ms: int) -> bool:
