@@ -115,10 +115,28 @@ class OAuthSigner:
         return urlencode({**fields, **protocol, "oauth_signature": base64.b64encode(digest).decode()})
 
 
-def oauth_bodies(signer: OAuthSigner, url: str, prefix: str, count: int) -> Iterator[str]:
-    """``count`` payout-like bodies with distinct nonces ``{prefix}-{n}``, signed now."""
+def oauth_bodies(
+    signer: OAuthSigner, url: str, prefix: str, count: int, fields: dict[str, str] | None = None
+) -> Iterator[str]:
+    """``count`` bodies with distinct nonces ``{prefix}-{n}``, signed now: ``fields`` every time, else
+    payout-like ones."""
     now = int(time.time())
     for n in range(count):
-        fields = sale_fields(MerchantKeys(signer.login, signer.control_key, 0), f"{prefix}-{n}")
-        del fields["control"]  # the card fields of a payout to a card, signed with OAuth instead
-        yield signer.body(url, fields, f"{prefix}-{n}", now)
+        signed = fields
+        if signed is None:
+            signed = sale_fields(MerchantKeys(signer.login, signer.control_key, 0), f"{prefix}-{n}")
+            del signed["control"]  # the card fields of a payout to a card, signed with OAuth instead
+        yield signer.body(url, signed, f"{prefix}-{n}", now)
+
+
+def card_ref_fields(client_orderid: str, orderid: str) -> dict[str, str]:
+    """create-card-ref's fields (v2 and v4): the approved order to keep the card of."""
+    return {"client_orderid": client_orderid, "orderid": orderid}
+
+
+def card_ref_bodies(merchant: MerchantKeys, client_orderid: str, orderid: str, count: int) -> Iterator[str]:
+    """``count`` times the v2 create-card-ref of one order, control-signed: each call answers the same
+    reference, as a v4 call signed with OAuth does (CONTRACT §4: sha1(login + client_orderid + orderid + key))."""
+    control = sha1_hex(merchant.login, client_orderid, orderid, merchant.control_key)
+    body = urlencode({"login": merchant.login, **card_ref_fields(client_orderid, orderid), "control": control})
+    return (body for _ in range(count))

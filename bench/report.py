@@ -270,7 +270,10 @@ METHOD = """## What is measured
   OAuth bodies carry their `oauth_*` parameters in the body (the load generator replays bodies), each with
   a nonce of its own, signed just before its run. The target column gives the server CPU per request the
   OAuth row adds to the reference (target: at most 100 µs) and its req/s against the control-signed sale
-  of the same run, whose acceptance writes an order where these write a nonce.
+  of the same run, whose acceptance writes an order where these write a nonce. Two more rows on the same
+  server do a real operation, the same work signed two ways: `create-card-ref` v2 (control) and v4
+  (RSA-SHA256, its nonce written in the handler's own transaction) of one sale approved before the run,
+  each request asking that order's reference again; the v4 row's target cell is the server CPU it adds to v2.
 - Each scenario gets a freshly started server (`kassa serve --port P`, a deployment's default settings:
   logging at INFO, one JSON line per request into the server's log file, one job worker, SQLite
   `synchronous=FULL`), a short warm-up, then the measured run.

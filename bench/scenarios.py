@@ -19,7 +19,16 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from bench import peer
-from bench.bodies import MerchantKeys, OAuthSigner, oauth_bodies, sale_bodies, status_body, write_lines
+from bench.bodies import (
+    MerchantKeys,
+    OAuthSigner,
+    card_ref_bodies,
+    card_ref_fields,
+    oauth_bodies,
+    sale_bodies,
+    status_body,
+    write_lines,
+)
 from bench.bulk import BulkOrders
 from bench.endtoend import CallbackReceiver, EndToEndSpec, run_endtoend
 from bench.load import LoadResult, LoadSpec
@@ -39,6 +48,8 @@ OAUTH_ROWS = {
     "oauth-none": "no signature checked: payout-form (control row) 501",
     "oauth-hmac": "OAuth HMAC-SHA1: payout 501",
     "oauth-rsa": "OAuth RSA-SHA256: payout-check 501",
+    "cardref-v2": "control: create-card-ref v2 of one approved order",
+    "cardref-v4": "OAuth RSA-SHA256: create-card-ref v4 of the same order",
 }
 
 
@@ -231,31 +242,45 @@ class Bench:
         return self.measure(name, server, spec, database_url, unique_bodies=True, kind=kind, backend=backend)
 
     def oauth(self, backend: str) -> list[Row]:
-        """What OAuth 1.0a costs a request. No OAuth operation has a handler yet, so three rows that all
-        answer 501, on one server: payout-form, a control row, answers it once the body is read; payout
-        (HMAC-SHA1) and payout-check (RSA-SHA256, a 2048-bit key) once the signature is verified and the
-        nonce written. Every body is new (a nonce is accepted once), its ``oauth_*`` parameters in the body."""
+        """What OAuth 1.0a costs a request, on one API-only server. Three rows answer 501: payout-form, a
+        control row, once the body is read; payout (HMAC-SHA1) and payout-check (RSA-SHA256, a 2048-bit
+        key) once the signature is verified and the nonce written. Two rows do a real operation, the same
+        work signed two ways: create-card-ref of one approved order, v2 (control) then v4 (RSA-SHA256, its
+        nonce written in the handler's transaction). Every OAuth body is new (a nonce is accepted once), its
+        ``oauth_*`` parameters in the body."""
         o = self.options
         private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         with self.deployment(backend, f"oauth-{backend}") as (deployment, merchant):
             pem = deployment.data_dir / "merchant-public.pem"
             pem.write_bytes(private.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo))
             deployment.cli("key", "add", "--merchant", merchant.login, "--mode", "sandbox", "--pem", str(pem))
+            with deployment.server(o.server_core, f"oauth-seed-{backend}") as server:  # with its worker
+                (orderid,) = create_orders(server.url, merchant, 1)
+                wait_until_settled(deployment, merchant.login)
+            rsa_signer = OAuthSigner(merchant.login, merchant.control_key, private)
+            card_ref = card_ref_fields("seed-0", orderid)
             rows = []
             with deployment.server(o.server_core, f"oauth-{backend}", *API_ONLY) as server:
-                for kind, path, signer in (
-                    ("oauth-none", "/api/v2/payout-form", None),
-                    ("oauth-hmac", "/api/v2/payout", OAuthSigner(merchant.login, merchant.control_key)),
-                    ("oauth-rsa", "/api/v4/payout-check", OAuthSigner(merchant.login, merchant.control_key, private)),
+                for kind, path, signer, status in (
+                    ("oauth-none", "/api/v2/payout-form", None, 501),
+                    ("oauth-hmac", "/api/v2/payout", OAuthSigner(merchant.login, merchant.control_key), 501),
+                    ("oauth-rsa", "/api/v4/payout-check", rsa_signer, 501),
+                    ("cardref-v2", "/api/v2/create-card-ref", None, 200),
+                    ("cardref-v4", "/api/v4/create-card-ref", rsa_signer, 200),
                 ):
                     full = f"{PREFIX}{path}/{merchant.endpoint_id}"
-                    make = (
-                        partial(sale_bodies, merchant)
-                        if signer is None
-                        else partial(oauth_bodies, signer, server.url + full)
-                    )
+                    make: Callable[[str, int], Iterable[str]]
+                    if kind == "cardref-v2":
+                        make = lambda _prefix, count: card_ref_bodies(merchant, "seed-0", orderid, count)  # noqa: E731
+                    elif signer is None:
+                        make = partial(sale_bodies, merchant)
+                    else:
+                        fields = card_ref if kind == "cardref-v4" else None
+                        make = partial(oauth_bodies, signer, server.url + full, fields=fields)
                     name = f"{OAUTH_ROWS[kind]}, {backend}"
-                    rows.append(self.fresh_run(name, server, full, make, deployment.database_url, kind, backend, 501))
+                    rows.append(
+                        self.fresh_run(name, server, full, make, deployment.database_url, kind, backend, status)
+                    )
         return rows
 
     def backend(self, backend: str) -> tuple[Row, Row]:

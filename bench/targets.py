@@ -16,6 +16,8 @@ BULK_P99_FACTOR = 1.5
 SCALE_FACTOR = 1.7
 RSS_MIB = 150.0
 OAUTH_ADDS_US = 100.0
+# Each OAuth row against the control-signed row of the same server that does the same work.
+OAUTH_REFERENCES = {"oauth-hmac": "oauth-none", "oauth-rsa": "oauth-none", "cardref-v4": "cardref-v2"}
 
 
 def _find(rows: Sequence[Row], kind: str, backend: str = "") -> Row | None:
@@ -90,8 +92,10 @@ def cell(row: Row, rows: Sequence[Row]) -> str:
             else f"p99 <= {BULK_P99_FACTOR}x previous: {ratio:.2f}x, {_met(ratio <= BULK_P99_FACTOR)}"
         )
     if row.kind == "oauth-none":
-        return "reference of the OAuth rows"
-    if row.kind in ("oauth-hmac", "oauth-rsa"):
+        return "reference of the OAuth 501 rows"
+    if row.kind == "cardref-v2":
+        return "reference of the next row"
+    if row.kind in OAUTH_REFERENCES:
         return _oauth_cell(row, rows)
     if row.kind == "scale-1":
         return f"reference of the next row; {_rss(row)}"
@@ -103,8 +107,8 @@ def cell(row: Row, rows: Sequence[Row]) -> str:
 
 
 def oauth_added_us(row: Row, rows: Sequence[Row]) -> float | None:
-    """The server CPU per request of an OAuth row beyond the row that checks no signature (same server)."""
-    base = _find(rows, "oauth-none", row.backend)
+    """The server CPU per request of an OAuth row beyond its control-signed reference (same server)."""
+    base = _find(rows, OAUTH_REFERENCES[row.kind], row.backend)
     if base is None or not base.result.rps or not row.result.rps:
         return None
     return _us_per_request(row.cpu.server, row) - _us_per_request(base.cpu.server, base)
@@ -151,7 +155,7 @@ def limit_notes(rows: Sequence[Row]) -> list[str]:
     found = [_ceiling_limit(row, rows, ceiling) for row in rows if row.kind in ("sale", "status") and ceiling]
     # At the target rate only: below it, the idle polling of workers and pools weighs on every sale.
     found += [_endtoend_limit(row) for row in rows if row.kind == "e2e" and row.result.rps]
-    found += [_oauth_limit(row, rows) for row in rows if row.kind in ("oauth-hmac", "oauth-rsa") and row.result.rps]
+    found += [_oauth_limit(row, rows) for row in rows if row.kind in OAUTH_REFERENCES and row.result.rps]
     return found + _scale_limit(rows)
 
 
@@ -159,7 +163,7 @@ def _oauth_limit(row: Row, rows: Sequence[Row]) -> str:
     added = oauth_added_us(row, rows)
     text = f"{row.name}: {_us_per_request(row.cpu.server, row):.0f} µs of server CPU per request"
     if added is not None:
-        text += f", {added:.0f} µs more than the row that checks no signature (verification and the nonce's write)"
+        text += f", {added:.0f} µs more than its control-signed reference (verification and the nonce's write)"
     if row.cpu.postgres:
         text += f"; PostgreSQL {_us_per_request(row.cpu.postgres, row):.0f} µs per request"
     return text

@@ -16,7 +16,7 @@ from starlette.types import Receive, Scope
 from kassa import randomness
 from kassa.api import idempotency, signatures
 from kassa.api.admission import admit, client_host, rate_limited
-from kassa.api.context import OperationRequest
+from kassa.api.context import OperationRequest, PendingNonce
 from kassa.api.errors import ApiError, Code, field_error, internal_error
 from kassa.api.fields import validate
 from kassa.api.operations import OAuth, Operation
@@ -103,24 +103,30 @@ async def _run(
         raise ApiError(Code.FIELD, str(unreadable)) from None
     form = _canonical_form(op, pairs)
     exchange.client_orderid = form.get("client_orderid") or None
+    nonce = None
     if isinstance(op.signing, OAuth):  # signed over the body as sent: before anything reads its fields
-        await signatures.check_oauth(op, endpoint, path_id, services, scope, headers, pairs)
-    if op.handler is None:  # after the OAuth check, so that a client can test its signing already
-        raise ApiError(Code.NOT_IMPLEMENTED, f"operation {op.code} is not implemented yet", http_status=501)
-    values = validate(op.fields, form)
-    order_signature = signatures.verify(op, endpoint, path_id, form, values)
-    await _guard_callback_targets(endpoint, values)
-    base = base_url(services.settings, scope["scheme"], headers.get("host") or Request(scope).url.netloc)
-    checked = OperationRequest(op, exchange.serial, endpoint, values, form, services, base, order_signature)
-    produce = partial(_answer, checked, exchange)
-    if op.replay_guarded and (window_ms := endpoint.replay_window_ms):
-        signed = signatures.replay_digest(op, path_id, form, values)
-        produce = partial(_answer_in_window, checked, exchange, window_ms, signed)
-    key = headers.get("idempotency-key")
-    if key is None:
-        return await produce()
-    digest = idempotency.request_hash(scope["path"], signatures.idempotent_content(op, body, pairs))
-    return await idempotency.run_once(services, endpoint.merchant.id, idempotency.header_key(key), digest, produce)
+        nonce = PendingNonce(await signatures.check_oauth(op, endpoint, path_id, services, scope, headers, pairs))
+    try:
+        if op.handler is None:  # after the OAuth check, so that a client can test its signing already
+            raise ApiError(Code.NOT_IMPLEMENTED, f"operation {op.code} is not implemented yet", http_status=501)
+        values = validate(op.fields, form)
+        order_signature = signatures.verify(op, endpoint, path_id, form, values)
+        await _guard_callback_targets(endpoint, values)
+        base = base_url(services.settings, scope["scheme"], headers.get("host") or Request(scope).url.netloc)
+        checked = OperationRequest(op, exchange.serial, endpoint, values, form, services, base, order_signature, nonce)
+        produce = partial(_answer, checked, exchange)
+        if op.replay_guarded and (window_ms := endpoint.replay_window_ms):
+            signed = signatures.replay_digest(op, path_id, form, values)
+            produce = partial(_answer_in_window, checked, exchange, window_ms, signed)
+        key = headers.get("idempotency-key")
+        if key is None:
+            return await produce()
+        digest = idempotency.request_hash(scope["path"], signatures.idempotent_content(op, body, pairs))
+        merchant_id = endpoint.merchant.id
+        return await idempotency.run_once(services, merchant_id, idempotency.header_key(key), digest, produce)
+    finally:  # an answer that wrote nothing (a refusal, a kept answer, 501) spends the nonce alone
+        if nonce is not None:
+            await nonce.settle(services)
 
 
 async def _answer(checked: OperationRequest, exchange: Exchange) -> Answer:
@@ -145,15 +151,20 @@ async def _answer_in_window(checked: OperationRequest, exchange: Exchange, windo
 
 async def _reply(checked: OperationRequest, exchange: Exchange) -> Answer:
     assert checked.op.handler is not None
-    fields = {"type": checked.op.response.type, **await checked.op.handler(checked)}
+    try:
+        fields = {"type": checked.op.response.type, **await checked.op.handler(checked)}
+    finally:  # before the answer is kept for a key: a replay's must not be
+        if checked.nonce is not None:
+            await checked.nonce.settle(checked.services)
     return render(fields, classic=exchange.classic)
 
 
 def _kept_refusal(exchange: Exchange, refusal: ApiError) -> Answer:
-    """A refusal as an answer to keep for a repeated key, but not one of a signature found wrong only once
-    the order was read: that request was never authenticated, so it must not hold a key (``handle``
+    """A refusal as an answer to keep for a repeated key, but not one of a request found unauthenticated
+    only once the handler ran: a signature found wrong once the order was read (code 2), an OAuth nonce
+    found spent or its key revoked (codes 10 and 2). Such a request must not hold a key (``handle``
     answers it)."""
-    if refusal.code is Code.SIGNATURE:
+    if refusal.code in (Code.SIGNATURE, Code.REPLAY):
         raise refusal
     return exchange.refusal(refusal)
 

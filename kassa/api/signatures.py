@@ -4,17 +4,19 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlencode
 
+from sqlalchemy import Connection
 from starlette.types import Scope
 
 from kassa.api.errors import ApiError, Code
 from kassa.clock import now_ms
 from kassa.core.followups import OrderSignature
-from kassa.domain.merchants import Endpoint
+from kassa.domain.merchants import Endpoint, Mode
 from kassa.domain.money import Currency
 from kassa.keyring import Keys
 from kassa.runtime import Services
@@ -25,6 +27,8 @@ from kassa.web.addresses import addressed
 
 if TYPE_CHECKING:  # the operation table imports the handlers, which refuse with ``mismatch``
     from kassa.api.operations import Operation
+
+T = TypeVar("T")
 
 
 def verify(
@@ -92,11 +96,12 @@ async def check_oauth(
     scope: Scope,
     headers: Mapping[str, str],
     body: Sequence[tuple[str, str]],
-) -> None:
+) -> NonceSpend:
     """CONTRACT §4: the signature method the row names, the endpoint's merchant as consumer key (else code
-    3, as a wrong login), the timestamp within the window (code 10), the signature (code 2), then the
-    nonce, spent once the signature is known good. ``body``: the body's pairs as received. Refusals are
-    401 with ``WWW-Authenticate`` but the login's, which is code 3's everywhere."""
+    3, as a wrong login), the timestamp within the window (code 10), the signature (code 2); what is left
+    is the nonce, to spend with the operation's first write (``spend_with``) or alone (``spend``).
+    ``body``: the body's pairs as received. Refusals are 401 with ``WWW-Authenticate`` but the login's,
+    which is code 3's everywhere."""
     realm = _realm(services)
     scheme, host = addressed(scope, headers)
     url = oauth.base_url(scheme, host, _raw_path(scope))
@@ -113,7 +118,8 @@ async def check_oauth(
         message = f"oauth_timestamp is more than {window} s off the gateway's clock ({now // 1000})"
         raise _refused(Code.REPLAY, message, realm)
     key_id = await _verified(services, endpoint, request, url, realm)
-    await _spend_nonce(services, endpoint, request, key_id, realm)
+    merchant_id, mode = endpoint.merchant.id, endpoint.signing_mode
+    return NonceSpend(merchant_id, mode, request.timestamp, request.nonce, key_id)
 
 
 async def _verified(
@@ -132,19 +138,58 @@ async def _verified(
     return key_id
 
 
-async def _spend_nonce(
-    services: Services, endpoint: Endpoint, request: oauth.SignedRequest, key_id: int | None, realm: str
-) -> None:
-    """One statement records the nonce unless it was seen, or the key that verified has been revoked since
-    this process cached it; a read by key tells those two apart, on the refusal's path only."""
-    merchant_id = endpoint.merchant.id
-    record = partial(oauth_nonces.record, merchant_id=merchant_id, timestamp_s=request.timestamp, key_id=key_id)
-    if await services.db.write_point(partial(record, nonce=request.nonce)):
-        return
+@dataclass(frozen=True, slots=True)
+class NonceSpend:
+    """The nonce of a request whose OAuth signature verified, still to record; ``key_id``: the RSA key
+    that verified it (None: HMAC), which must not have been revoked since this process cached it."""
+
+    merchant_id: int
+    mode: Mode
+    timestamp_s: int
+    nonce: str
+    key_id: int | None
+
+    def record(self, conn: Connection) -> bool:
+        """One statement: whether the nonce was new and is now recorded (False: a replay, or revoked key)."""
+        return oauth_nonces.record(conn, self.merchant_id, self.timestamp_s, self.nonce, self.key_id)
+
+
+class Refused:
+    """What a unit that spends a nonce answers for a replay or a revoked key: it wrote nothing and raised
+    nothing (SQLite's group commit reruns a whole batch when a unit raises)."""
+
+
+_REFUSED = Refused()
+
+
+async def spend(services: Services, nonce: NonceSpend) -> None:
+    """Records the nonce of a request that writes nothing, in one autocommitted statement."""
+    if not await services.db.write_point(nonce.record):
+        raise await _nonce_refusal(services, nonce)
+
+
+def spent_then(nonce: NonceSpend, change: Callable[[Connection], T], conn: Connection) -> T | Refused:
+    """A unit: records the nonce, then runs ``change`` in the same transaction; for a nonce not recorded,
+    runs nothing (``accepted`` then raises the refusal, outside the unit)."""
+    return change(conn) if nonce.record(conn) else _REFUSED
+
+
+async def accepted(services: Services, nonce: NonceSpend, done: T | Refused) -> T:
+    """What ``spent_then`` answered, or the refusal of its nonce."""
+    if isinstance(done, Refused):
+        raise await _nonce_refusal(services, nonce)
+    return done
+
+
+async def _nonce_refusal(services: Services, nonce: NonceSpend) -> ApiError:
+    """A nonce not recorded was seen, or the key that verified has been revoked since this process cached
+    it; a read by key tells those two apart, on the refusal's path only."""
+    realm = _realm(services)
+    key_id = nonce.key_id
     if key_id is not None and await services.db.read_point(partial(merchant_keys.is_revoked, key_id=key_id)):
-        services.keys.forget(merchant_id, endpoint.signing_mode)
-        raise _refused(Code.SIGNATURE, "oauth_signature was made with a revoked key", realm)
-    raise _refused(Code.REPLAY, "oauth_nonce was used already with this oauth_timestamp", realm)
+        services.keys.forget(nonce.merchant_id, nonce.mode)
+        return _refused(Code.SIGNATURE, "oauth_signature was made with a revoked key", realm)
+    return _refused(Code.REPLAY, "oauth_nonce was used already with this oauth_timestamp", realm)
 
 
 def idempotent_content(op: Operation, body: bytes, pairs: Sequence[tuple[str, str]]) -> bytes:

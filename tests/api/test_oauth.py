@@ -1,7 +1,9 @@
 """Scheme B (CONTRACT §4, SPEC.md "Scheme B") through HTTP: requests signed by oauthlib's client pass the
 gateway's OAuth check for both methods, wherever the ``oauth_*`` parameters stand; everything else is
-refused with the contract's status, code and header. The operations used have no handler yet, so a
-request that passes its OAuth check gets the 501 that names its operation, and one refused gets 401."""
+refused with the contract's status, code and header. Most operations used have no handler yet, so a
+request that passes its OAuth check gets the 501 that names its operation, and one refused gets 401. The
+v4 operations that write (create-card-ref, create-recurring-payment) show that a nonce is spent once,
+with the operation's effect or alone, and that its replay is refused whatever the first answer was."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from kassa.storage.tables import oauth_nonces
 from tests.support.gateway import JSON_ACCEPT, TLS, Gateway, Merchant, classic_fields, new_merchant
 from tests.support.gateway import new_classic_merchant as classic_merchant
 from tests.support.oauth import Where, key_pair, register_key, revoke_key, sign, signed_post
+from tests.support.operations import approved_order
 
 RSA_PATH = "/api/v4/payout-check"  # RSA-SHA256, not built yet: 501 once past the OAuth check
 HMAC_PATH = "/api/v2/payout"  # HMAC-SHA1, likewise
@@ -305,6 +308,83 @@ def test_a_replay_to_a_second_process_on_the_same_postgresql_is_refused(
     revoke_key(first, key_id)
     refused(send(first, signed()), 2, "revoked key")
     refused(send(second, signed()), 2, "revoked key")
+
+
+# --- the nonce on operations that write: spent with their effect, or alone ----------------------------------
+
+
+def _v4_signed(m: Merchant, operation: str, fields: dict[str, str]) -> tuple[str, dict[str, str], str]:
+    """The address, headers and body of a v4 request signed with the merchant's key, to send more than once."""
+    address = url(m, f"/api/v4/{operation}")
+    headers, body = sign(address, fields, login=m.login, private_key_pem=key_pair()[0])
+    return address, {**JSON_ACCEPT, **headers}, body
+
+
+def _payments_of(m: Merchant) -> list[dict[str, Any]]:
+    return list(m.gateway.cli("recurring", "list", "--merchant", m.login))
+
+
+def test_a_replayed_card_ref_v4_is_refused_with_code_10_and_changes_nothing(shop: Merchant) -> None:
+    orderid = approved_order(shop, "nonce-ref")
+    address, headers, body = _v4_signed(shop, "create-card-ref", {"client_orderid": "nonce-ref", "orderid": orderid})
+    first = httpx.post(address, content=body, headers=headers, verify=TLS)
+    assert (first.status_code, first.json()["status"]) == (200, "approved"), first.text
+    made = _payments_of(shop)
+    refused(httpx.post(address, content=body, headers=headers, verify=TLS), 10, "oauth_nonce was used already")
+    assert _payments_of(shop) == made and len(made) == 1
+
+
+def test_a_replayed_recurring_payment_makes_no_second_payment(shop: Merchant) -> None:
+    fields = {"client_orderid": "nonce-sub", "amount": "9.90", "currency": shop.currency, "order_desc": "Box"}
+    card = {"credit_card_number": "4111111111111111", "expire_month": "12", "expire_year": "2030"}
+    address, headers, body = _v4_signed(shop, "create-recurring-payment", {**fields, **card})
+    assert httpx.post(address, content=body, headers=headers, verify=TLS).status_code == 200
+    refused(httpx.post(address, content=body, headers=headers, verify=TLS), 10, "oauth_nonce was used already")
+    assert [p["client_orderid"] for p in _payments_of(shop)] == ["nonce-sub"]
+
+
+def test_a_handler_refusal_spends_the_nonce_so_its_replay_is_code_10(shop: Merchant) -> None:
+    orderid = shop.sale("nonce-declined", cvv2="999").json()["paynet-order-id"]
+    assert shop.wait_final(orderid)["status"] == "declined"
+    fields = {"client_orderid": "nonce-declined", "orderid": orderid}
+    address, headers, body = _v4_signed(shop, "create-card-ref", fields)
+    assert httpx.post(address, content=body, headers=headers, verify=TLS).json()["error-code"] == "6"
+    refused(httpx.post(address, content=body, headers=headers, verify=TLS), 10, "oauth_nonce was used already")
+
+
+def test_a_replay_with_an_idempotency_key_is_refused_not_answered_from_the_store(shop: Merchant) -> None:
+    orderid = approved_order(shop, "nonce-key")
+    fields = {"client_orderid": "nonce-key", "orderid": orderid}
+    address, headers, body = _v4_signed(shop, "create-card-ref", fields)
+    keyed = {**headers, "Idempotency-Key": f"k-{uuid.uuid4().hex}"}
+    first = httpx.post(address, content=body, headers=keyed, verify=TLS)
+    assert first.status_code == 200, first.text
+    refused(httpx.post(address, content=body, headers=keyed, verify=TLS), 10, "oauth_nonce was used already")
+    _, signed_again, body_again = _v4_signed(shop, "create-card-ref", fields)  # a retry signs again
+    repeat = httpx.post(
+        address,
+        content=body_again,
+        headers={**signed_again, "Idempotency-Key": keyed["Idempotency-Key"]},
+        verify=TLS,
+    )
+    assert (repeat.status_code, repeat.content) == (200, first.content)
+
+
+def test_a_revoked_key_is_refused_on_an_operation_that_writes_though_the_process_cached_it(
+    shared_gateway: Gateway,
+) -> None:
+    merchant = new_merchant(shared_gateway, _login())
+    old = register_key(shared_gateway, merchant.login, key_pair(2048, 4)[1])
+    orderid = approved_order(merchant, "nonce-revoked")
+    fields = {"client_orderid": "nonce-revoked", "orderid": orderid}
+    address = url(merchant, "/api/v4/create-card-ref")
+    first = signed_post(address, fields, login=merchant.login, private_key_pem=key_pair(2048, 4)[0])
+    assert first.status_code == 200, first.text  # the process holds the key now
+    made = _payments_of(merchant)
+    revoke_key(shared_gateway, old)
+    again = signed_post(address, fields, login=merchant.login, private_key_pem=key_pair(2048, 4)[0])
+    refused(again, 2, "revoked key")
+    assert _payments_of(merchant) == made
 
 
 # --- nonces are forgotten as the window passes --------------------------------------------------------------

@@ -29,7 +29,7 @@ def order_ref(req: OperationRequest) -> OrderRef:
 async def change_order(req: OperationRequest, change: Callable[[Connection], T]) -> T:
     """Runs a state change of ``kassa.core`` on an order; its refusals as the merchant gets them."""
     try:
-        return await req.services.db.write(change)
+        return await req.write(change)
     except SignatureMismatch:
         raise signatures.mismatch(req.op) from None
     except NoSuchOrder as missing:

@@ -68,7 +68,7 @@ async def start_card_order(req: OperationRequest, tx_type: TxType, *, hosted: bo
 async def open_order(req: OperationRequest, new: NewOrder) -> Reply:
     """Opens the new order (or finds the one its client_orderid started), hands its processing over and
     answers; for a hosted form, with the form's address."""
-    started = await req.services.db.write(lambda conn: opening.open_order(conn, new))
+    started = await req.write(lambda conn: opening.open_order(conn, new))
     if not started.created and started.request_fingerprint != new.request_fingerprint:
         raise ApiError(Code.DUPLICATE, "client_orderid was already used with different fields")
     if started.job is not None and new.lease is not None:

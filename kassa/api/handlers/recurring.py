@@ -51,7 +51,7 @@ async def create_recurring_payment(req: OperationRequest) -> Reply:
         new = dataclasses.replace(new, card_id=stored.card_id, card_ref_id=stored.ref_id)
     else:
         card = new_card(req)  # encrypted by the vault as a sale's; the CVV is not asked for, nor kept
-    created = await req.services.db.write(lambda conn: recurring.create(conn, new, card))
+    created = await req.write(lambda conn: recurring.create(conn, new, card))
     if not created.created and created.request_fingerprint != new.request_fingerprint:
         raise ApiError(Code.DUPLICATE, "client_orderid was already used with different fields")
     return {
