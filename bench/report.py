@@ -262,8 +262,8 @@ METHOD = """## What is measured
   CPU columns say where the cores went: *server CPU* sums the server processes (200% = both cores),
   *postgres CPU* the backends of the bench database. *server RSS* gives each server process. Targets: at
   least 1.7x the sales of one process, at most 150 MiB resident per process.
-- **oauth** (`Bench.oauth`, issue 17): what OAuth 1.0a verification costs a request. No OAuth operation
-  has a handler yet, so three rows on one API-only server all answer 501: `payout-form`, a control row
+- **oauth** (`Bench.oauth`, issue 17): what OAuth 1.0a verification costs a request. The payout rows have
+  no handler yet, so three rows on one API-only server all answer 501: `payout-form`, a control row
   without a handler, answers once the body is read (no signature checked: the reference); `payout`
   (HMAC-SHA1) and `payout-check` (RSA-SHA256, a 2048-bit key registered with `kassa key add`) once the
   signature is verified and the nonce written to the database. Same sale-sized fields in all three; the
@@ -271,9 +271,11 @@ METHOD = """## What is measured
   a nonce of its own, signed just before its run. The target column gives the server CPU per request the
   OAuth row adds to the reference (target: at most 100 µs) and its req/s against the control-signed sale
   of the same run, whose acceptance writes an order where these write a nonce. Two more rows on the same
-  server do a real operation, the same work signed two ways: `create-card-ref` v2 (control) and v4
-  (RSA-SHA256, its nonce written in the handler's own transaction) of one sale approved before the run,
-  each request asking that order's reference again; the v4 row's target cell is the server CPU it adds to v2.
+  server do a real operation: `create-card-ref` v2 (control) and v4 (RSA-SHA256, its nonce written in the
+  handler's own transaction) of one sale approved before the run, each request asking that order's
+  reference again. v4 does more than v2 besides its signature (it reads the reference's payer token, a
+  recurring payment without schedule, and computes `unq-card-ref-id`), so the server CPU the v4 row adds
+  to v2 is an upper bound of what OAuth costs a real operation, not that cost alone.
 - Each scenario gets a freshly started server (`kassa serve --port P`, a deployment's default settings:
   logging at INFO, one JSON line per request into the server's log file, one job worker, SQLite
   `synchronous=FULL`), a short warm-up, then the measured run.
