@@ -10,7 +10,6 @@ import time
 from dataclasses import dataclass
 from functools import partial
 
-from starlette.requests import Request
 from starlette.types import Receive, Scope
 
 from kassa import randomness
@@ -25,7 +24,7 @@ from kassa.domain.merchants import Endpoint
 from kassa.engine import targets
 from kassa.logs import log_request, serial_var
 from kassa.runtime import Services
-from kassa.web.addresses import base_url
+from kassa.web.addresses import addressed, base_url
 from kassa.web.forms import FormError, check_form_type, form_pairs, read_body, request_headers
 
 log = logging.getLogger("kassa.api")
@@ -112,7 +111,7 @@ async def _run(
         values = validate(op.fields, form)
         order_signature = signatures.verify(op, endpoint, path_id, form, values)
         await _guard_callback_targets(endpoint, values)
-        base = base_url(services.settings, scope["scheme"], headers.get("host") or Request(scope).url.netloc)
+        base = base_url(services.settings, *addressed(scope, headers))
         checked = OperationRequest(op, exchange.serial, endpoint, values, form, services, base, order_signature, nonce)
         produce = partial(_answer, checked, exchange)
         if op.replay_guarded and (window_ms := endpoint.replay_window_ms):

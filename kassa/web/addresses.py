@@ -16,7 +16,9 @@ TRUSTED_PEER = "kassa.trusted_peer"
 def addressed(scope: Scope, headers: Mapping[str, str]) -> tuple[str, str]:
     """The scheme and host the client addressed: the request's own, or behind a trusted proxy what it
     forwarded (uvicorn has put ``X-Forwarded-Proto`` in the scope; ``X-Forwarded-Host`` is read here, its
-    last value, the one the proxy next to us set)."""
+    last value, the one the proxy next to us set). What OAuth signs, and where customers' links point
+    (``base_url``). The Host header directly: building request.url is slow, and needed only without one
+    (HTTP/1.0)."""
     forwarded = headers.get("x-forwarded-host") if scope.get(TRUSTED_PEER) else None
     if forwarded:
         return scope["scheme"], forwarded.rpartition(",")[2].strip()
@@ -30,9 +32,8 @@ def base_url(settings: Settings, scheme: str, host: str) -> str:
 
 
 def public_base(request: Request, settings: Settings) -> str:
-    """``base_url`` for a page request. The Host header directly: building request.url is slow, and needed
-    only without one (HTTP/1.0)."""
-    return base_url(settings, request.scope["scheme"], request.headers.get("host") or request.url.netloc)
+    """``base_url`` for a page request."""
+    return base_url(settings, *addressed(request.scope, request.headers))
 
 
 def form(base: str, token: str) -> str:

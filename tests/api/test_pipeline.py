@@ -586,3 +586,12 @@ def test_openapi_document_names_every_schema_and_operation(shared_gateway: Gatew
     body_ref = sale["requestBody"]["content"]["application/x-www-form-urlencoded"]["schema"]["$ref"]
     assert body_ref == "#/components/schemas/SaleRequest"
     assert "credit_card_number" in schemas["SaleRequest"]["properties"]
+
+
+def test_behind_a_trusted_proxy_a_hosted_forms_address_is_at_the_forwarded_host(shop: Merchant) -> None:
+    """The customer's browser reaches the gateway where the proxy is: the form's address is there, as the
+    host OAuth signs is (the test client is on loopback, a trusted proxy by default)."""
+    forwarded = {**JSON_ACCEPT, "X-Forwarded-Host": "pay.example.com"}
+    response = shop.gateway.post(f"/api/v2/sale-form/{shop.endpoint_id}", shop.sale_fields("fwd-form-1"), forwarded)
+    assert response.status_code == 200, response.text
+    assert response.json()["redirect-url"].startswith("http://pay.example.com/paynet/form/")
