@@ -102,39 +102,36 @@ async def check_oauth(
     is the nonce, to spend with the operation's first write (``spend_with``) or alone (``spend``).
     ``body``: the body's pairs as received. Refusals are 401 with ``WWW-Authenticate`` but the login's,
     which is code 3's everywhere."""
-    realm = _realm(services)
     scheme, host = addressed(scope, headers)
     url = oauth.base_url(scheme, host, _raw_path(scope))
     try:
         request = oauth.read_request(url, headers.get("authorization"), body)
     except oauth.Unsigned as unsigned:
-        raise _refused(Code.SIGNATURE, str(unsigned), realm) from None
+        raise _refused(services, Code.SIGNATURE, str(unsigned)) from None
     if request.method != str(op.signing):
-        raise _refused(Code.SIGNATURE, f"oauth_signature_method must be {op.signing} for this operation", realm)
+        raise _refused(services, Code.SIGNATURE, f"oauth_signature_method must be {op.signing} for this operation")
     if request.consumer_key != endpoint.merchant.login:
         raise ApiError(Code.ENDPOINT, f"oauth_consumer_key does not own endpoint {path_id}")
     window = services.settings.oauth_window
     if not oauth.within_window(request.timestamp, now := now_ms(), window):
         message = f"oauth_timestamp is more than {window} s off the gateway's clock ({now // 1000})"
-        raise _refused(Code.REPLAY, message, realm)
-    key_id = await _verified(services, endpoint, request, url, realm)
+        raise _refused(services, Code.REPLAY, message)
+    key_id = await _verified(services, endpoint, request, url)
     merchant_id, mode = endpoint.merchant.id, endpoint.signing_mode
     return NonceSpend(merchant_id, mode, request.timestamp, request.nonce, key_id)
 
 
-async def _verified(
-    services: Services, endpoint: Endpoint, request: oauth.SignedRequest, url: str, realm: str
-) -> int | None:
+async def _verified(services: Services, endpoint: Endpoint, request: oauth.SignedRequest, url: str) -> int | None:
     """Refuses a signature that does not verify; the id of the RSA key that verifies it (None: HMAC)."""
     merchant = endpoint.merchant
     if request.method == oauth.HMAC_SHA1:
         if oauth.hmac_sha1_matches(request, merchant.control_key):
             return None
-        raise _refused(Code.SIGNATURE, f"oauth_signature does not match ({request.method}, {url})", realm)
+        raise _refused(services, Code.SIGNATURE, f"oauth_signature does not match ({request.method}, {url})")
     key_id = await _rsa_key(services, endpoint, request)
     if key_id is None:
         message = f"oauth_signature does not match a {endpoint.signing_mode} key of {merchant.login} ({url})"
-        raise _refused(Code.SIGNATURE, message, realm)
+        raise _refused(services, Code.SIGNATURE, message)
     return key_id
 
 
@@ -184,12 +181,11 @@ async def accepted(services: Services, nonce: NonceSpend, done: T | Refused) -> 
 async def _nonce_refusal(services: Services, nonce: NonceSpend) -> ApiError:
     """A nonce not recorded was seen, or the key that verified has been revoked since this process cached
     it; a read by key tells those two apart, on the refusal's path only."""
-    realm = _realm(services)
     key_id = nonce.key_id
     if key_id is not None and await services.db.read_point(partial(merchant_keys.is_revoked, key_id=key_id)):
         services.keys.forget(nonce.merchant_id, nonce.mode)
-        return _refused(Code.SIGNATURE, "oauth_signature was made with a revoked key", realm)
-    return _refused(Code.REPLAY, "oauth_nonce was used already with this oauth_timestamp", realm)
+        return _refused(services, Code.SIGNATURE, "oauth_signature was made with a revoked key")
+    return _refused(services, Code.REPLAY, "oauth_nonce was used already with this oauth_timestamp")
 
 
 def idempotent_content(op: Operation, body: bytes, pairs: Sequence[tuple[str, str]]) -> bytes:
@@ -214,8 +210,9 @@ def _verifying(keys: Keys, request: oauth.SignedRequest) -> int | None:
     return next((key_id for key_id, key in keys if oauth.rsa_sha256_matches(request, key)), None)
 
 
-def _refused(code: Code, message: str, realm: str) -> ApiError:
-    return ApiError(code, message, http_status=401, headers={"WWW-Authenticate": f'OAuth realm="{realm}"'})
+def _refused(services: Services, code: Code, message: str) -> ApiError:
+    challenge = f'OAuth realm="{_realm(services)}"'
+    return ApiError(code, message, http_status=401, headers={"WWW-Authenticate": challenge})
 
 
 def _realm(services: Services) -> str:

@@ -9,7 +9,7 @@ from sqlalchemy import Connection, Select, and_, bindparam, insert, select, upda
 
 from kassa.domain.merchants import Mode
 from kassa.signing.rsa_keys import PublicKey
-from kassa.storage.merchants import NotFound
+from kassa.storage.merchants import NotFound, merchant_id
 from kassa.storage.prepared import Prepared, Record
 from kassa.storage.tables import merchant_keys, merchants
 
@@ -54,9 +54,7 @@ def listing(conn: Connection, login: str | None = None) -> list[StoredKey]:
     """Every key, or one merchant's, oldest first; revoked ones too (operators audit rotations)."""
     query = _listing().order_by(merchant_keys.c.id)
     if login is not None:
-        if conn.execute(select(merchants.c.id).where(merchants.c.login == login)).first() is None:
-            raise NotFound(f"no merchant with login {login!r}")
-        query = query.where(merchants.c.login == login)
+        query = query.where(merchant_keys.c.merchant_id == merchant_id(conn, login))
     return [_stored(row) for row in conn.execute(query).mappings()]
 
 

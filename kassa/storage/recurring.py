@@ -73,10 +73,6 @@ def for_card_ref(conn: Connection, card_ref_id: int) -> int | None:
     return None if found is None else int(found)
 
 
-def pan_fingerprint(conn: Connection, card_id: int) -> str:
-    return str(conn.execute(select(cards.c.pan_fingerprint).where(cards.c.id == card_id)).scalar_one())
-
-
 def due(conn: Connection, now_ms: int, batch: int) -> list[Record]:
     """Up to ``batch`` payments with a regular charge due, locked; on PostgreSQL those another process
     holds are skipped (it is charging them), so several processes share the work."""
