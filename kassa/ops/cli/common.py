@@ -68,7 +68,10 @@ def write(unit: Callable[[Connection], T], taken: str = "that name or id is alre
             raise click.ClickException(taken) from None
 
 
-def iso_time(ms: int) -> str:
+def iso_time(ms: int | None) -> str | None:
+    """The CLI's one time format, UTC to the millisecond; None for a time not set (yet)."""
+    if ms is None:
+        return None
     return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).isoformat(timespec="milliseconds")
 
 

@@ -32,7 +32,7 @@ def _key_dict(k: StoredKey) -> dict[str, Any]:
         "fingerprint": k.fingerprint,
         "bits": k.bits,
         "created_at": iso_time(k.created_at_ms),
-        "revoked_at": None if k.revoked_at_ms is None else iso_time(k.revoked_at_ms),
+        "revoked_at": iso_time(k.revoked_at_ms),
     }
 
 

@@ -7,12 +7,12 @@ from typing import Any
 import click
 from sqlalchemy import Connection
 
-from kassa.clock import date_time_text, now_ms
+from kassa.clock import now_ms
 from kassa.core import recurring
 from kassa.domain import money
 from kassa.domain.lifecycle import Stage, status_of
 from kassa.domain.recurring import Status
-from kassa.ops.cli.common import emit, json_option, read, write
+from kassa.ops.cli.common import emit, iso_time, json_option, read, write
 from kassa.storage import merchants as merchant_store
 from kassa.storage import recurring as recurring_store
 from kassa.storage.prepared import Record
@@ -88,8 +88,8 @@ def _payment_dict(p: Record) -> dict[str, Any]:
         "charges_made": p["charges_made"],
         "charges_approved": p["charges_approved"],
         "charges_declined": p["charges_declined"],
-        "next_charge_at": _iso(p["next_charge_at_ms"]),
-        "created_at": _iso(p["created_at_ms"]),
+        "next_charge_at": iso_time(p["next_charge_at_ms"]),
+        "created_at": iso_time(p["created_at_ms"]),
     }
 
 
@@ -114,17 +114,13 @@ def _charge_dict(c: Record) -> dict[str, Any]:
     return {
         "number": c["number"],
         "try": c["try_number"],
-        "due": _iso(c["due_at_ms"]),
+        "due": iso_time(c["due_at_ms"]),
         "order_id": c["order_id"],
         "client_orderid": c["client_orderid"],
         "order_status": status_of(Stage(c["stage"])).value if c["stage"] else None,
         "state": c["state"],
-        "retry_at": _iso(c["retry_at_ms"]),
+        "retry_at": iso_time(c["retry_at_ms"]),
     }
-
-
-def _iso(ms: int | None) -> str | None:
-    return None if ms is None else date_time_text(ms)
 
 
 COMMANDS = (recurring_group,)
