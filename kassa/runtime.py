@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 
 from kassa import crashpoints
+from kassa.api.nonces import NonceBook
 from kassa.domain.merchants import Endpoint
 from kassa.domain.recurring import Retries
 from kassa.engine.callbacks import CallbackConfig, CallbackDispatcher
@@ -67,6 +68,7 @@ class Services:
     vault: Vault
     directory: EndpointDirectory
     keys: KeyRing
+    nonces: NonceBook
     workers: list[Worker] = field(default_factory=list)
     scheduler: Scheduler | None = None
     dispatcher: CallbackDispatcher | None = None
@@ -126,10 +128,10 @@ def build_services(settings: Settings, worker_count: int) -> Services:
     directory = EndpointDirectory(db, vault, settings.endpoint_cache_seconds, live=not settings.test_clock)
     limits = Limits.from_settings(settings)
     if not worker_count:  # an API-only process: jobs, callbacks and scheduled work run elsewhere
-        return Services(settings, db, vault, directory, KeyRing(db), limits=limits)
+        return Services(settings, db, vault, directory, KeyRing(db), NonceBook(db), limits=limits)
     dispatcher = CallbackDispatcher(db, vault, _callback_config(settings))
     workers = [Worker(db, vault, processor, config, callbacks=dispatcher) for _ in range(worker_count)]
-    services = Services(settings, db, vault, directory, KeyRing(db), workers, None, dispatcher, limits)
+    services = Services(settings, db, vault, directory, KeyRing(db), NonceBook(db), workers, None, dispatcher, limits)
     services.scheduler = Scheduler(
         db,
         cutoff=settings.settlement_cutoff,

@@ -160,8 +160,8 @@ _REFUSED = Refused()
 
 
 async def spend(services: Services, nonce: NonceSpend) -> None:
-    """Records the nonce of a request that writes nothing, in one autocommitted statement."""
-    if not await services.db.write_point(nonce.record):
+    """Records the nonce of a request that writes nothing, with those of other such requests."""
+    if not await services.nonces.spend(nonce):
         raise await _nonce_refusal(services, nonce)
 
 

@@ -118,3 +118,20 @@ def test_the_key_ring_parses_a_key_once_and_sees_keys_added_since(db: Database) 
     assert ring.cached(shop, Mode.SANDBOX) == reloaded
     ring.forget(shop, Mode.SANDBOX)
     assert ring.cached(shop, Mode.SANDBOX) is None
+
+
+def test_many_nonces_are_recorded_in_one_statement_each_once(db: Database) -> None:
+    shop = _merchant(db)
+    db.write_sync(lambda conn: oauth_nonces.record(conn, shop, 100, "seen"))
+    spends = [(shop, 100, "a", None), (shop, 100, "seen", None), (shop, 100, "a", None), (shop, 101, "a", None)]
+    assert db.write_sync(lambda conn: oauth_nonces.record_many(conn, spends)) == {(shop, 100, "a"), (shop, 101, "a")}
+    assert not db.write_sync(lambda conn: oauth_nonces.record(conn, shop, 100, "a"))
+
+
+def test_many_nonces_leave_out_those_of_a_key_revoked_since(db: Database) -> None:
+    shop = _merchant(db)
+    kept, revoked = _add(db, shop), _add(db, shop, 1)
+    db.write_sync(lambda conn: merchant_keys.revoke(conn, revoked.id, 2000))
+    spends = [(shop, 100, "a", revoked.id), (shop, 100, "b", kept.id), (shop, 100, "c", None)]
+    assert db.write_sync(lambda conn: oauth_nonces.record_many(conn, spends)) == {(shop, 100, "b"), (shop, 100, "c")}
+    assert db.write_sync(lambda conn: oauth_nonces.record(conn, shop, 100, "a"))  # not spent above
