@@ -1,7 +1,8 @@
 """Crash points, for tests only: with ``KASSA_TEST_CRASH_POINT=name`` (and ``KASSA_TEST_CLOCK=1``) a
 process kills itself with SIGKILL, as ``kill -9`` would, when it reaches the point of that name. Crash
-tests (tests/engine/test_recurring_processes.py) use it to stop a process between two steps they could not
-otherwise hit, and show that the restart neither skips nor repeats the work.
+tests (tests/engine/test_recurring_processes.py, tests/api/test_oauth.py) use it to stop a process
+between two steps they could not otherwise hit, and show that the restart neither skips nor repeats the
+work.
 
 A point is reached inside a unit of work: the process dies with the database transaction open, as it
 would if the machine lost power there."""
@@ -13,7 +14,9 @@ import signal
 
 # The recurring scheduler has opened a charge's order and not yet moved the payment on to its next charge.
 RECURRING_CHARGE_OPENED = "RECURRING_CHARGE_OPENED"
-POINTS = (RECURRING_CHARGE_OPENED,)
+# create-recurring-payment has written its payment, after its OAuth nonce, in one transaction not yet committed.
+RECURRING_PAYMENT_WRITTEN = "RECURRING_PAYMENT_WRITTEN"
+POINTS = (RECURRING_CHARGE_OPENED, RECURRING_PAYMENT_WRITTEN)
 
 _armed: str | None = None
 

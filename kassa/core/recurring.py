@@ -67,6 +67,7 @@ def create(conn: Connection, new: NewPayment, card: NewCard | None = None) -> Cr
         new = dataclasses.replace(new, card_id=order_store.insert_card(conn, card, new.merchant_id, new.now_ms))
     payment_id = store.insert_payment(conn, new)
     if payment_id is not None:
+        crashpoints.reached(crashpoints.RECURRING_PAYMENT_WRITTEN)
         return Created(payment_id, True, new.request_fingerprint)
     if card is not None and new.card_id is not None:
         order_store.delete_card(conn, new.card_id)

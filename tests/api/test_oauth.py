@@ -16,8 +16,10 @@ from typing import Any
 import httpx
 import pytest
 
+from kassa import crashpoints
 from kassa.storage.database import open_database
 from kassa.storage.tables import oauth_nonces
+from tests.support.databases import run_sql
 from tests.support.gateway import JSON_ACCEPT, TLS, Gateway, Merchant, classic_fields, new_merchant
 from tests.support.gateway import new_classic_merchant as classic_merchant
 from tests.support.oauth import Where, key_pair, register_key, revoke_key, sign, signed_post
@@ -385,6 +387,34 @@ def test_a_revoked_key_is_refused_on_an_operation_that_writes_though_the_process
     again = signed_post(address, fields, login=merchant.login, private_key_pem=key_pair(2048, 4)[0])
     refused(again, 2, "revoked key")
     assert _payments_of(merchant) == made
+
+
+def test_a_gateway_killed_before_an_operations_commit_keeps_neither_its_nonce_nor_its_effect(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    doomed = gateway_factory(KASSA_TEST_CLOCK="1", KASSA_TEST_CRASH_POINT=crashpoints.RECURRING_PAYMENT_WRITTEN)
+    merchant = new_merchant(doomed, _login())
+    register_key(doomed, merchant.login, key_pair()[1])
+    fields = {"client_orderid": "nonce-crash", "amount": "9.90", "currency": merchant.currency, "order_desc": "Box"}
+    card = {"credit_card_number": "4111111111111111", "expire_month": "12", "expire_year": "2030"}
+    address, headers, body = _v4_signed(merchant, "create-recurring-payment", {**fields, **card})
+    with pytest.raises(httpx.TransportError):
+        httpx.post(address, content=body, headers=headers, verify=TLS)
+    assert doomed.process is not None and doomed.process.wait(30) == -9  # inside the handler's transaction
+    stored = "SELECT COUNT(*) FROM oauth_nonces UNION ALL SELECT COUNT(*) FROM recurring_payments"
+    assert run_sql(doomed.database_url, stored) == [(0,), (0,)]
+
+    restarted = gateway_factory()  # on the same database; the request goes to it as signed, Host and all
+    again = httpx.post(
+        f"{restarted.base}/api/v4/create-recurring-payment/{merchant.endpoint_id}",
+        content=body,
+        headers={**headers, "Host": f"127.0.0.1:{doomed.port}"},
+        verify=TLS,
+    )
+    assert (again.status_code, again.json()["status"]) == (200, "approved"), again.text
+    assert run_sql(doomed.database_url, stored) == [(1,), (1,)]
+    replayed = httpx.post(again.url, content=body, headers={**headers, "Host": f"127.0.0.1:{doomed.port}"}, verify=TLS)
+    refused(replayed, 10, "oauth_nonce was used already")
 
 
 # --- nonces are forgotten as the window passes --------------------------------------------------------------
