@@ -41,7 +41,6 @@ from kassa.domain.recurring import (
 )
 from kassa.domain.transactions import TxType
 from kassa.processors.interface import Outcome
-from kassa.storage import card_refs as card_ref_store
 from kassa.storage import orders as order_store
 from kassa.storage import recurring as store
 from kassa.storage.orders import NewCard, NewOrder
@@ -89,8 +88,8 @@ def tokenise(conn: Connection, ref: OrderRef, now_ms: int) -> Tokenised:
     """create-card-ref v4: the order's card reference (as v2 makes it) and a recurring payment without
     schedule on it, both made by the first call and the same after (the order's lock serializes calls)."""
     ref_id = card_reference(conn, ref, now_ms)
-    origin = card_ref_store.origin(conn, ref_id)
-    payment_id = store.for_card_ref(conn, ref_id)
+    origin = store.tokenised(conn, ref_id)
+    payment_id = origin["recurring_payment_id"]
     if payment_id is None:
         new = NewPayment(
             origin["merchant_id"],

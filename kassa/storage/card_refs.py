@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import Connection, insert, select
 
 from kassa.storage.prepared import Record
-from kassa.storage.tables import card_refs, cards, orders
+from kassa.storage.tables import card_refs, cards
 
 # What get-card-info shows and a rebill charges: never the ciphertext.
 _CARD_COLUMNS = [cards.c[n] for n in ("id", "bin", "last_four", "brand", "exp_month", "exp_year", "holder_name")]
@@ -33,15 +33,3 @@ def card_of(conn: Connection, merchant_id: int, ref_id: int) -> Record | None:
         .where(card_refs.c.id == ref_id, card_refs.c.merchant_id == merchant_id)
     )
     return conn.execute(query).mappings().first()
-
-
-def origin(conn: Connection, ref_id: int) -> Record:
-    """Where a reference comes from: its merchant, card (and the card's keyed fingerprint) and the
-    endpoint of the order it was made from."""
-    joined = card_refs.join(orders, orders.c.id == card_refs.c.order_id).join(cards, cards.c.id == card_refs.c.card_id)
-    query = (
-        select(card_refs.c.merchant_id, card_refs.c.card_id, orders.c.endpoint_id, cards.c.pan_fingerprint)
-        .select_from(joined)
-        .where(card_refs.c.id == ref_id)
-    )
-    return conn.execute(query).mappings().one()

@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, select, update
+from sqlalchemy import Connection, and_, bindparam, func, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from kassa.domain.recurring import ChargeState, Status
-from kassa.storage.prepared import Record
-from kassa.storage.tables import cards, orders, recurring_charges, recurring_payments, transactions
+from kassa.storage.prepared import Prepared, Record
+from kassa.storage.tables import card_refs, cards, orders, recurring_charges, recurring_payments, transactions
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,11 +66,28 @@ def by_client_orderid(conn: Connection, endpoint_id: int, client_orderid: str) -
     return conn.execute(query).mappings().first()
 
 
-def for_card_ref(conn: Connection, card_ref_id: int) -> int | None:
-    """The recurring payment a create-card-ref v4 made for ``card_ref_id``."""
-    query = select(recurring_payments.c.id).where(recurring_payments.c.origin_card_ref_id == card_ref_id)
-    found = conn.execute(query).scalar()
-    return None if found is None else int(found)
+# What create-card-ref v4 needs of a reference (``tokenised``), in one read by key.
+_TOKENISED = Prepared(
+    select(
+        card_refs.c.merchant_id,
+        card_refs.c.card_id,
+        orders.c.endpoint_id,
+        cards.c.pan_fingerprint,
+        recurring_payments.c.id.label("recurring_payment_id"),
+    )
+    .select_from(
+        card_refs.join(orders, orders.c.id == card_refs.c.order_id)
+        .join(cards, cards.c.id == card_refs.c.card_id)
+        .outerjoin(recurring_payments, recurring_payments.c.origin_card_ref_id == card_refs.c.id)
+    )
+    .where(card_refs.c.id == bindparam("ref_id"))
+)
+
+
+def tokenised(conn: Connection, card_ref_id: int) -> Record:
+    """Where a reference comes from (its merchant, card, the card's keyed fingerprint, the endpoint of
+    the order it was made from) and the recurring payment a create-card-ref v4 made on it (None: none yet)."""
+    return _TOKENISED.one(conn, {"ref_id": card_ref_id})
 
 
 def due(conn: Connection, now_ms: int, batch: int) -> list[Record]:
