@@ -6,7 +6,7 @@ import base64
 import hashlib
 import hmac
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
@@ -116,14 +116,15 @@ class OAuthSigner:
 
 
 def oauth_bodies(
-    signer: OAuthSigner, url: str, prefix: str, count: int, fields: dict[str, str] | None = None
+    signer: OAuthSigner, url: str, prefix: str, count: int, fields: Sequence[dict[str, str]] = ()
 ) -> Iterator[str]:
-    """``count`` bodies with distinct nonces ``{prefix}-{n}``, signed now: ``fields`` every time, else
+    """``count`` bodies with distinct nonces ``{prefix}-{n}``, signed now: ``fields`` in turn, else
     payout-like ones."""
     now = int(time.time())
     for n in range(count):
-        signed = fields
-        if signed is None:
+        if fields:
+            signed = fields[n % len(fields)]
+        else:
             signed = sale_fields(MerchantKeys(signer.login, signer.control_key, 0), f"{prefix}-{n}")
             del signed["control"]  # the card fields of a payout to a card, signed with OAuth instead
         yield signer.body(url, signed, f"{prefix}-{n}", now)
@@ -134,9 +135,18 @@ def card_ref_fields(client_orderid: str, orderid: str) -> dict[str, str]:
     return {"client_orderid": client_orderid, "orderid": orderid}
 
 
-def card_ref_bodies(merchant: MerchantKeys, client_orderid: str, orderid: str, count: int) -> Iterator[str]:
-    """``count`` times the v2 create-card-ref of one order, control-signed: each call answers the same
-    reference, as a v4 call signed with OAuth does (CONTRACT §4: sha1(login + client_orderid + orderid + key))."""
-    control = sha1_hex(merchant.login, client_orderid, orderid, merchant.control_key)
-    body = urlencode({"login": merchant.login, **card_ref_fields(client_orderid, orderid), "control": control})
-    return (body for _ in range(count))
+def card_ref_bodies(merchant: MerchantKeys, orders: Sequence[tuple[str, str]], count: int) -> Iterator[str]:
+    """``count`` v2 create-card-ref bodies, control-signed, of the (client_orderid, orderid) ``orders`` in
+    turn: after the first round each call answers the reference made before, as a v4 call signed with
+    OAuth does (CONTRACT §4: sha1(login + client_orderid + orderid + key))."""
+    bodies = [
+        urlencode(
+            {
+                "login": merchant.login,
+                **card_ref_fields(client_orderid, orderid),
+                "control": sha1_hex(merchant.login, client_orderid, orderid, merchant.control_key),
+            }
+        )
+        for client_orderid, orderid in orders
+    ]
+    return (bodies[n % len(bodies)] for n in range(count))

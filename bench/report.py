@@ -268,14 +268,19 @@ METHOD = """## What is measured
   (HMAC-SHA1) and `payout-check` (RSA-SHA256, a 2048-bit key registered with `kassa key add`) once the
   signature is verified and the nonce written to the database. Same sale-sized fields in all three; the
   OAuth bodies carry their `oauth_*` parameters in the body (the load generator replays bodies), each with
-  a nonce of its own, signed just before its run. The target column gives the server CPU per request the
+  a nonce of its own, signed just before its run. The nonces of requests that write nothing are written
+  many per statement, those of one turn of the event loop together (`kassa/api/nonces.py`). The three
+  rows run in three interleaved rounds (reference, HMAC, RSA, and again), and each row is its median
+  round by server CPU per request; the notes give all three (single runs of one build on this shared
+  machine differed by 30 µs either way). The target column gives the server CPU per request the
   OAuth row adds to the reference (target: at most 100 µs) and its req/s against the control-signed sale
   of the same run, whose acceptance writes an order where these write a nonce. Two more rows on the same
   server do a real operation: `create-card-ref` v2 (control) and v4 (RSA-SHA256, its nonce written in the
-  handler's own transaction) of one sale approved before the run, each request asking that order's
-  reference again. v4 does more than v2 besides its signature (it reads the reference's payer token, a
-  recurring payment without schedule, and computes `unq-card-ref-id`), so the server CPU the v4 row adds
-  to v2 is an upper bound of what OAuth costs a real operation, not that cost alone.
+  handler's own transaction) of 200 sales approved before the run, in turn, so that 50 concurrent calls
+  seldom wait on one order's lock; after the first round each call asks an order's reference again. v4
+  does more than v2 besides its signature (it reads the reference's origin and the recurring payment
+  without schedule it makes, and computes `unq-card-ref-id`), so the server CPU the v4 row adds to v2 is
+  an upper bound of what OAuth costs a real operation, not that cost alone.
 - Each scenario gets a freshly started server (`kassa serve --port P`, a deployment's default settings:
   logging at INFO, one JSON line per request into the server's log file, one job worker, SQLite
   `synchronous=FULL`), a short warm-up, then the measured run.
