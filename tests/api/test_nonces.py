@@ -30,7 +30,7 @@ async def _spend_together(book: NonceBook, spends: list[NonceSpend]) -> list[boo
 
 def test_nonces_spent_at_once_are_each_recorded(db: Database) -> None:
     shop = _merchant(db)
-    nonces = [f"n{n}" for n in range(600)]
+    nonces = [f"n{n}" for n in range(600)] + ["123456", "0042", "Zürich 1"]  # digits stay text
     assert asyncio.run(_spend_together(NonceBook(db), _spends(shop, *nonces))) == [True] * len(nonces)
     for nonce in nonces:
         assert not db.write_sync(lambda conn, n=nonce: oauth_nonces.record(conn, shop, 100, n))
