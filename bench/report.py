@@ -269,7 +269,7 @@ METHOD = """## What is measured
   signature is verified and the nonce written to the database. Same sale-sized fields in all three; the
   OAuth bodies carry their `oauth_*` parameters in the body (the load generator replays bodies), each with
   a nonce of its own, signed just before its run. The nonces of requests that write nothing are written
-  many per statement, those of one turn of the event loop together (`kassa/api/nonces.py`). The three
+  many per statement, those of one turn of the event loop together (`kassa/storage/nonce_book.py`). The three
   rows run in three interleaved rounds (reference, HMAC, RSA, and again), and each row is its median
   round by server CPU per request; the notes give all three (single runs of one build on this shared
   machine differed by 30 µs either way). The target column gives the server CPU per request the

@@ -8,7 +8,6 @@ import time
 from dataclasses import dataclass, field
 
 from kassa import crashpoints
-from kassa.api.nonces import NonceBook
 from kassa.domain.merchants import Endpoint
 from kassa.domain.recurring import Retries
 from kassa.engine.callbacks import CallbackConfig, CallbackDispatcher
@@ -22,6 +21,7 @@ from kassa.storage import merchants as merchant_store
 from kassa.storage.callbacks import DeliveryLimits
 from kassa.storage.database import Database, open_database
 from kassa.storage.jobs import Job, Lease
+from kassa.storage.nonce_book import NonceBook
 from kassa.storage.sealing import seal_plaintext
 from kassa.vault.keys import Vault, load_vault
 

@@ -161,7 +161,7 @@ _REFUSED = Refused()
 
 async def spend(services: Services, nonce: NonceSpend) -> None:
     """Records the nonce of a request that writes nothing, with those of other such requests."""
-    if not await services.nonces.spend(nonce):
+    if not await services.nonces.spend((nonce.merchant_id, nonce.timestamp_s, nonce.nonce, nonce.key_id)):
         raise await _nonce_refusal(services, nonce)
 
 

@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import asyncio
 from functools import partial
-from typing import TYPE_CHECKING
 
 from kassa.storage import oauth_nonces
 from kassa.storage.database import Database
 
-if TYPE_CHECKING:  # the services hold a book, and the signature checks, which make spends, read services
-    from kassa.api.signatures import NonceSpend
-
-    _Waiting = list[tuple[NonceSpend, asyncio.Future[bool]]]
+Spend = tuple[int, int, str, int | None]  # merchant id, oauth_timestamp, oauth_nonce, verifying key id
+_Waiting = list[tuple[Spend, asyncio.Future[bool]]]
 
 
 class NonceBook:
@@ -29,11 +26,11 @@ class NonceBook:
         self._waiting: _Waiting = []
         self._writer: asyncio.Task[None] | None = None  # held: the loop keeps only weak references to tasks
 
-    async def spend(self, nonce: NonceSpend) -> bool:
-        """Whether the nonce was new and is now recorded (``NonceSpend.record``), once the write holding
+    async def spend(self, spend: Spend) -> bool:
+        """Whether the nonce was new and is now recorded (``oauth_nonces.record``), once the write holding
         it is done."""
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._waiting.append((nonce, future))
+        self._waiting.append((spend, future))
         if self._writer is None:  # its first step runs after every task already ready this turn
             self._writer = asyncio.ensure_future(self._write_all())
         return await future
@@ -47,16 +44,15 @@ class NonceBook:
             self._writer = None
 
     async def _write(self, waiting: _Waiting) -> None:
-        spends = [(n.merchant_id, n.timestamp_s, n.nonce, n.key_id) for n, _ in waiting]
         try:
-            recorded = await self._db.write_point(partial(oauth_nonces.record_many, spends=spends))
+            recorded = await self._db.write_point(partial(oauth_nonces.record_many, spends=[s for s, _ in waiting]))
         except Exception as failure:
             for _, future in waiting:
                 if not future.done():
                     future.set_exception(failure)
             return
-        for nonce, future in waiting:
-            seen = (nonce.merchant_id, nonce.timestamp_s, nonce.nonce)
+        for (merchant_id, timestamp_s, nonce, _), future in waiting:
+            seen = (merchant_id, timestamp_s, nonce)
             if not future.done():
                 future.set_result(seen in recorded)
             recorded.discard(seen)  # a second spend of one nonce in this write is a replay

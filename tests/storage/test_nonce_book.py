@@ -1,17 +1,16 @@
-"""The nonces of OAuth requests that write nothing are spent together, per turn of the event loop, on
+"""The nonces of OAuth requests that write nothing are spent together, one write at a time, on
 both backends: each is still accepted once, whatever else shares its statement."""
 
 from __future__ import annotations
 
 import asyncio
 
-from kassa.api.nonces import NonceBook
-from kassa.api.signatures import NonceSpend
 from kassa.domain.merchants import Mode
 from kassa.signing.rsa_keys import read_public_key
 from kassa.storage import merchant_keys, oauth_nonces
 from kassa.storage import merchants as merchant_store
 from kassa.storage.database import Database
+from kassa.storage.nonce_book import NonceBook, Spend
 from kassa.vault.keys import Vault
 from tests.support.oauth import key_pair
 
@@ -20,11 +19,11 @@ def _merchant(db: Database) -> int:
     return db.write_sync(lambda conn: merchant_store.create_merchant(conn, Vault(b"v" * 32), "shop", "k", False, 0).id)
 
 
-def _spends(merchant_id: int, *nonces: str, key_id: int | None = None) -> list[NonceSpend]:
-    return [NonceSpend(merchant_id, Mode.SANDBOX, 100, nonce, key_id) for nonce in nonces]
+def _spends(merchant_id: int, *nonces: str, key_id: int | None = None) -> list[Spend]:
+    return [(merchant_id, 100, nonce, key_id) for nonce in nonces]
 
 
-async def _spend_together(book: NonceBook, spends: list[NonceSpend]) -> list[bool]:
+async def _spend_together(book: NonceBook, spends: list[Spend]) -> list[bool]:
     return list(await asyncio.gather(*(book.spend(spend) for spend in spends)))
 
 
