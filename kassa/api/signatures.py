@@ -146,9 +146,13 @@ class NonceSpend:
     nonce: str
     key_id: int | None
 
+    @property
+    def row(self) -> oauth_nonces.Spend:
+        return (self.merchant_id, self.timestamp_s, self.nonce, self.key_id)
+
     def record(self, conn: Connection) -> bool:
         """One statement: whether the nonce was new and is now recorded (False: a replay, or revoked key)."""
-        return oauth_nonces.record(conn, self.merchant_id, self.timestamp_s, self.nonce, self.key_id)
+        return oauth_nonces.record(conn, *self.row)
 
 
 class Refused:
@@ -161,7 +165,7 @@ _REFUSED = Refused()
 
 async def spend(services: Services, nonce: NonceSpend) -> None:
     """Records the nonce of a request that writes nothing, with those of other such requests."""
-    if not await services.nonces.spend((nonce.merchant_id, nonce.timestamp_s, nonce.nonce, nonce.key_id)):
+    if not await services.nonces.spend(nonce.row):
         raise await _nonce_refusal(services, nonce)
 
 

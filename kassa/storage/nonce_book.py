@@ -12,8 +12,8 @@ from functools import partial
 
 from kassa.storage import oauth_nonces
 from kassa.storage.database import Database
+from kassa.storage.oauth_nonces import Spend
 
-Spend = tuple[int, int, str, int | None]  # merchant id, oauth_timestamp, oauth_nonce, verifying key id
 _Waiting = list[tuple[Spend, asyncio.Future[bool]]]
 
 

@@ -6,42 +6,29 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import orjson
-from sqlalchemy import BigInteger, Connection, String, bindparam, cast, delete, exists, select, text
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Connection, delete, text
 
 from kassa.storage.prepared import Prepared
-from kassa.storage.tables import merchant_keys, oauth_nonces
+from kassa.storage.tables import oauth_nonces
 
-# One statement, so that it is atomic without a transaction of its own (``Database.write_point``): the
-# nonce is inserted unless it is there already, or unless the key that verified the request (none for
-# HMAC-SHA1) has been revoked since. A conflict is an answer, not an error: no savepoint, and SQLite's
-# group commit never reruns a batch for it.
-_NEW = select(
-    cast(bindparam("merchant_id"), BigInteger),
-    cast(bindparam("timestamp_s"), BigInteger),
-    cast(bindparam("nonce"), String),
-).where(~exists().where(merchant_keys.c.id == bindparam("key_id"), merchant_keys.c.revoked_at_ms.is_not(None)))
-_COLUMNS = ["merchant_id", "timestamp_s", "nonce"]
-_RECORD = Prepared(
-    sqlite.insert(oauth_nonces).from_select(_COLUMNS, _NEW).on_conflict_do_nothing(),
-    postgresql=postgresql.insert(oauth_nonces).from_select(_COLUMNS, _NEW).on_conflict_do_nothing(),
-)
+Seen = tuple[int, int, str]  # merchant id, timestamp, nonce
+Spend = tuple[int, int, str, int | None]  # and the id of the key that verified it (None: HMAC-SHA1)
 
 
 def record(conn: Connection, merchant_id: int, timestamp_s: int, nonce: str, key_id: int | None = None) -> bool:
     """Whether the nonce was new and is now recorded; False for a replay, or when ``key_id`` has been
     revoked (``merchant_keys.is_revoked`` tells which). Two processes recording the same nonce at once:
     PostgreSQL makes the second wait for the first's commit, then finds it."""
-    values = {"merchant_id": merchant_id, "timestamp_s": timestamp_s, "nonce": nonce, "key_id": key_id}
-    return bool(_RECORD.execute(conn, values).rowcount == 1)
+    return bool(record_many(conn, [(merchant_id, timestamp_s, nonce, key_id)]))
 
 
-Seen = tuple[int, int, str]  # merchant id, timestamp, nonce
-
-# ``_RECORD`` over many rows, given as one JSON array of [merchant id, timestamp, nonce, key id]: one
-# statement text whatever their number, so the driver parses it once and PostgreSQL prepares it once (a
-# placeholder per value made a text per count, which psycopg parsed again on every call once it passed
-# 4 KiB: most of a 50-nonce write's cost).
+# One statement, so that it is atomic without a transaction of its own (``Database.write_point``): each
+# nonce is inserted unless it is there already, or unless the key that verified its request (none for
+# HMAC-SHA1) has been revoked since. A conflict is an answer, not an error: no savepoint, and SQLite's
+# group commit never reruns a batch for it. The rows come as one JSON array of [merchant id, timestamp,
+# nonce, key id]: one statement text whatever their number, so the driver parses it once and PostgreSQL
+# prepares it once (a placeholder per value made a text per count, which psycopg parsed again on every
+# call once it passed 4 KiB: most of a 50-nonce write's cost).
 _MANY = (
     " INSERT INTO oauth_nonces (merchant_id, timestamp_s, nonce)"
     " SELECT merchant_id, timestamp_s, nonce FROM v WHERE NOT EXISTS (SELECT 1 FROM merchant_keys k"
@@ -62,7 +49,7 @@ _RECORD_MANY = Prepared(
 )
 
 
-def record_many(conn: Connection, spends: Sequence[tuple[int, int, str, int | None]]) -> set[Seen]:
+def record_many(conn: Connection, spends: Sequence[Spend]) -> set[Seen]:
     """``record`` of many (merchant id, timestamp, nonce, key id) in one statement: those recorded now.
     Several spends of one nonce in it record it once, and it is in the set."""
     rows = _RECORD_MANY.execute(conn, {"rows": orjson.dumps(spends).decode()}).fetchall()

@@ -10,7 +10,8 @@ from kassa.signing.rsa_keys import read_public_key
 from kassa.storage import merchant_keys, oauth_nonces
 from kassa.storage import merchants as merchant_store
 from kassa.storage.database import Database
-from kassa.storage.nonce_book import NonceBook, Spend
+from kassa.storage.nonce_book import NonceBook
+from kassa.storage.oauth_nonces import Spend
 from kassa.vault.keys import Vault
 from tests.support.oauth import key_pair
 
