@@ -6,6 +6,7 @@ them all by moving this clock forward. The offset is this process's alone, and z
 
 from __future__ import annotations
 
+import datetime
 import time
 
 _offset_ms = 0
@@ -13,6 +14,12 @@ _offset_ms = 0
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000 + _offset_ms
+
+
+def today() -> datetime.date:
+    """The UTC date of ``now_ms()``: what a card's expiry is checked against, so that a test gateway's
+    moved clock expires cards as it does authorizations."""
+    return datetime.datetime.fromtimestamp(now_ms() // 1000, datetime.UTC).date()
 
 
 def advance(ms: int) -> int:

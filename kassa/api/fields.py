@@ -7,7 +7,6 @@ follows the field's name in the merchant-facing message ("amount has more fracti
 
 from __future__ import annotations
 
-import datetime
 import ipaddress
 import re
 import uuid
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
+from kassa import clock
 from kassa.api.errors import ApiError, Code, field_error
 from kassa.domain import cards, money, urls
 
@@ -187,9 +187,8 @@ def expire_month(value: str, _form: Mapping[str, str]) -> int:
 @partial(described, pattern="^([0-9]{2}|[0-9]{4})$")
 def expire_year(value: str, form: Mapping[str, str]) -> int:
     """The 4-digit year; also refuses a card past its expiry month, as CONTRACT §9 asks before processing."""
-    today = datetime.datetime.now(datetime.UTC).date()
     try:
-        return cards.parse_expiry(form.get("expire_month", ""), value, today).year
+        return cards.parse_expiry(form.get("expire_month", ""), value, clock.today()).year
     except cards.CardError as problem:
         if problem.field is None:
             raise FieldProblem("is in the past: the card is expired") from None

@@ -3,7 +3,6 @@ browser through 3-D Secure (Method step, challenge, 1.0.2 PaReq/PaRes) to the fi
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Callable
 from typing import Any
 
@@ -11,7 +10,7 @@ from sqlalchemy import Connection
 from starlette.requests import Request
 from starlette.responses import Response
 
-from kassa.clock import now_ms
+from kassa.clock import now_ms, today
 from kassa.core import authentication, opening
 from kassa.core.authentication import METHOD_WAIT_MS
 from kassa.core.errors import NotWaiting
@@ -234,7 +233,7 @@ def _card_values(fields: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]
         errors["cc-number"] = "This card number is not valid: check the digits."
     month, _, year = fields.get("cc-exp", "").replace(" ", "").partition("/")
     try:
-        expiry = cards.parse_expiry(month, year, datetime.datetime.now(datetime.UTC).date())
+        expiry = cards.parse_expiry(month, year, today())
         values["expire_month"], values["expire_year"] = expiry.month, expiry.year
     except cards.CardError as problem:
         errors["cc-exp"] = "This card has expired." if problem.field is None else "Enter the expiry as MM/YY."

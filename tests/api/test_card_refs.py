@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import uuid
 
 import httpx
@@ -183,3 +184,12 @@ def test_rebill_in_a_currency_the_endpoint_does_not_serve_is_code_8(merchant: Me
     data = {"currency": "EUR"}
     signed = sha1(merchant.login, "rebill-eur", ref, "500", "EUR", merchant.control_key)
     refused(make_rebill(merchant, "rebill-eur", ref, **data, control=signed), 8)
+
+
+def test_rebill_of_a_card_expired_by_the_gateways_clock_is_refused_naming_cardrefid(clock_merchant: Merchant) -> None:
+    gateway = clock_merchant.gateway
+    today = datetime.datetime.fromtimestamp(gateway.advance(0) // 1000, datetime.UTC).date()
+    ref = stored_card(clock_merchant, expire_month=f"{today.month:02d}", expire_year=str(today.year))
+    gateway.advance(40 * 86_400)  # next month by the gateway's clock; at real time the card is still valid
+    body = refused(make_rebill(clock_merchant, _orderid(), ref), 1)
+    assert "cardrefid" in body["error-message"] and "expired" in body["error-message"]

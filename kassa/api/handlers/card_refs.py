@@ -3,13 +3,11 @@ get-card-info shows what may be shown of it, make-rebill charges it with no card
 
 from __future__ import annotations
 
-import datetime
-
 from kassa.api.context import OperationRequest, Reply
 from kassa.api.errors import ApiError, Code, field_error
 from kassa.api.handlers.common import card_fields, change_order, order_ref, serving_endpoint
 from kassa.api.handlers.payments import new_order, open_order
-from kassa.clock import now_ms
+from kassa.clock import now_ms, today
 from kassa.core import followups, rebills, recurring
 from kassa.domain.money import Currency
 from kassa.domain.transactions import TxType
@@ -78,7 +76,7 @@ async def usable_card(req: OperationRequest) -> rebills.StoredCard:
     """The card the request's ``cardrefid`` names, to charge: refused when it has expired."""
     ref_id, card = await stored_card(req)
     stored = rebills.StoredCard.of(card, ref_id)
-    if stored.expired_by(datetime.datetime.now(datetime.UTC).date()):
+    if stored.expired_by(today()):
         raise field_error("cardrefid", "names a card that has expired")
     return stored
 
