@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from kassa.api import fields as f
 from kassa.api.fields import Field
+from kassa.domain.recurring import CHARGE_SUFFIX_MAX
 
 LOGIN = Field("login", f.text(64), True, "merchant login")
 CONTROL = Field("control", f.text(40), True, "SHA-1 control signature")
-CLIENT_ORDERID = Field("client_orderid", f.text(128), True, "the merchant's order id")
+CLIENT_ORDERID_MAX = 128
+CLIENT_ORDERID = Field("client_orderid", f.text(CLIENT_ORDERID_MAX), True, "the merchant's order id")
 ORDERID = Field("orderid", f.order_id, True, "the gateway's order id (paynet-order-id)")
 CURRENCY = Field("currency", f.currency_code, True, "ISO 4217 alpha-3")
 AMOUNT = Field("amount", f.amount(), True, "decimal amount in major units")
@@ -140,10 +142,11 @@ REBILL_FIELDS = (
     CLIENT_ORDERID, LOGIN, Field("cardrefid", f.text(20), True), ORDER_DESC, CURRENCY, AMOUNT, IPADDRESS,
     Field("cvv2", f.digits(4)), Field("comment", f.text(256)), *URLS, CONTROL,
 )  # fmt: skip
-# A charge's client_orderid is the payment's with "-{n}" (and "-r{k}" for a retry) after it: 16 characters
-# are left for them within the 128 of an order's.
+# A charge's client_orderid is the payment's with "-{n}" (and "-r{k}" for a retry) after it, within an
+# order's length.
+_PAYMENT_ID = f.text(CLIENT_ORDERID_MAX - CHARGE_SUFFIX_MAX)
 RECURRING_FIELDS = (
-    Field("client_orderid", f.text(112), True, "the merchant's id of the payment; its charges add -{n}"),
+    Field("client_orderid", _PAYMENT_ID, True, "the merchant's id of the payment; its charges add -{n}"),
     Field("cardrefid", f.text(20), False, "the card reference to charge; or the card fields"),
     Field("credit_card_number", f.card_number, False, "card number (PAN), when no cardrefid is sent"),
     Field("card_printed_name", f.text(128), False, "cardholder name"),

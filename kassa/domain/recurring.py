@@ -64,6 +64,10 @@ EXPIRED_CARD_CODE = "101"
 EXPIRED_CARD_MESSAGE = "Expired card: the recurring payment is stopped"
 
 
+# The most ``charge_client_orderid`` adds: "-999999-r999" is 12 (max-count has six digits).
+CHARGE_SUFFIX_MAX = 16
+
+
 def charge_client_orderid(client_orderid: str, n: int, try_number: int) -> str:
     """The ``client_orderid`` of a charge's order: ``{client_orderid}-{n}``, its retries ``-r1``, ``-r2``..."""
     return f"{client_orderid}-{n}" + (f"-r{try_number}" if try_number else "")
