@@ -152,9 +152,14 @@ def _failed(conn: Connection, payment: Record, charge: Record, now_ms: int, retr
     retry_at = retries.next_at(charge["try_number"], charge["created_at_ms"])
     if retry_at is not None and payment["status"] == Status.ACTIVE:
         store.set_charge(conn, charge["id"], state=ChargeState.RETRY_DUE.value, retry_at_ms=retry_at)
-        return
-    store.set_charge(conn, charge["id"], state=ChargeState.DECLINED.value)
-    store.count_outcome(conn, payment["id"], approved=False, now_ms=now_ms)
+    else:
+        _declined(conn, payment["id"], charge["id"], now_ms)
+
+
+def _declined(conn: Connection, payment_id: int, charge_id: int, now_ms: int) -> None:
+    """The charge ended without approval, and no try of it is left."""
+    store.set_charge(conn, charge_id, state=ChargeState.DECLINED.value)
+    store.count_outcome(conn, payment_id, approved=False, now_ms=now_ms)
 
 
 def retry_due(conn: Connection, now_ms: int) -> int:
@@ -187,8 +192,7 @@ def _make_try(conn: Connection, payment: Record, n: int, try_number: int, due_at
     card = rebills.StoredCard(payment["card_id"], payment["card_ref_id"], expiry)
     started = opening.open_order(conn, rebills.sale_on(_charge_order(payment, n, try_number, now_ms), card))
     if not started.created:  # the merchant used this client_orderid for an order of its own
-        store.set_charge(conn, charge_id, state=ChargeState.DECLINED.value)
-        store.count_outcome(conn, payment["id"], approved=False, now_ms=now_ms)
+        _declined(conn, payment["id"], charge_id, now_ms)
         return True
     store.set_charge(conn, charge_id, order_id=started.order_id)
     if not card.expired_by(date_of(due_at_ms)):
