@@ -1,4 +1,4 @@
-"""Payout destinations: which kind a payout's fields name, and the checked e-wallet.
+"""Payout destinations: which kind a payout's fields name, and the checked bank account and e-wallet.
 
 Pure: a payout's form (canonical field names, trimmed text) in, a checked destination out. A field sent
 empty counts as not sent. A card destination is only recognised here (`kind_of`): its number and expiry
@@ -7,9 +7,15 @@ are the card code's (`cards.py`, `api/fields.py`).
 Error messages never contain an account, IBAN, card or phone number: they end up in API responses and logs.
 """
 
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+
+import stdnum.bic
+import stdnum.iban
+import stdnum.us.rtn
+from stdnum.exceptions import InvalidChecksum, InvalidComponent, InvalidLength, ValidationError
 
 
 class DestinationError(ValueError):
@@ -46,6 +52,22 @@ FIELDS: dict[Kind, tuple[str, ...]] = {
     Kind.PHONE: ("receiver_phone", "receiver_bank_id", "receiver_name"),
 }
 _NO_DESTINATION = "a payout needs a destination: card, bank account, e-wallet or phone fields"
+# ASCII only (not \w or str.isalnum, which take any script's letters and digits), spaces and hyphens removed.
+_ACCOUNT = re.compile(r"[0-9A-Za-z]{1,34}")
+_IBAN = re.compile(r"[A-Za-z]{2}[0-9]{2}[0-9A-Za-z]{1,30}")
+_BIC = re.compile(r"[0-9A-Za-z]+")
+_ROUTING = re.compile(r"[0-9]{9}")
+
+
+@dataclass(frozen=True, slots=True)
+class BankAccount:
+    number: str  # letters and digits; the IBAN when only an IBAN was sent
+    bank_name: str
+    routing_number: str | None
+    bic: str | None  # upper case
+    iban: str | None  # upper case, without spaces
+    holder_name: str
+    extra: dict[str, str]  # those of BANK_EXTRA sent, as sent
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +109,93 @@ def _method(text: str) -> Kind:
         return Kind(text)
     except ValueError:
         raise DestinationError("payout_method must be one of " + ", ".join(Kind), "payout_method") from None
+
+
+def bank_account(form: Mapping[str, str]) -> BankAccount:
+    """None of routing_number, bank_bic and iban is required: which one a bank needs depends on its
+    country, which the payout does not name. Each one sent is checked."""
+    iban = _optional(form, "iban", _iban)
+    return BankAccount(
+        number=_account_number(form.get("account_number", ""), iban),
+        bank_name=_required(form, "bank_name", "a bank account"),
+        routing_number=_optional(form, "routing_number", _routing_number),
+        bic=_optional(form, "bank_bic", _bic),
+        iban=iban,
+        holder_name=_holder_name(form),
+        extra={name: form[name] for name in BANK_EXTRA if form.get(name)},
+    )
+
+
+def _optional(form: Mapping[str, str], name: str, check: Callable[[str], str]) -> str | None:
+    return check(text) if (text := form.get(name, "")) else None
+
+
+def _account_number(text: str, iban: str | None) -> str:
+    """An IBAN holds the domestic account number, so one sent alone stands in for it (SEPA payouts
+    often carry only the IBAN). Sent together the two are not compared: where the account number sits
+    in an IBAN is each country's own layout."""
+    if not text:
+        if iban is None:
+            raise DestinationError(
+                "account_number (or iban) is required for a payout to a bank account", "account_number"
+            )
+        return iban
+    number = _compact(text)
+    if _ACCOUNT.fullmatch(number) is None:
+        raise DestinationError("account_number must be 1 to 34 letters and digits", "account_number")
+    return number
+
+
+def _iban(text: str) -> str:
+    """The mod-97 check digits, then the length and layout of the IBANs of the country it names (and
+    its national check digits where stdnum knows them): the registry changes, and stdnum follows it."""
+    number = _compact(text)
+    if _IBAN.fullmatch(number) is None:
+        raise DestinationError("iban must be a country code, 2 check digits and up to 30 letters or digits", "iban")
+    try:
+        return stdnum.iban.validate(number)
+    except InvalidChecksum:
+        raise DestinationError("iban fails its check digits", "iban") from None
+    except ValidationError:
+        raise DestinationError("iban does not have the length and layout of its country's IBANs", "iban") from None
+
+
+def _bic(text: str) -> str:
+    number = _compact(text)
+    if _BIC.fullmatch(number) is None:
+        raise DestinationError("bank_bic must be letters and digits", "bank_bic")
+    try:
+        return stdnum.bic.validate(number)
+    except InvalidLength:
+        raise DestinationError("bank_bic must be 8 or 11 characters", "bank_bic") from None
+    except InvalidComponent:
+        raise DestinationError("bank_bic names no known country", "bank_bic") from None
+    except ValidationError:
+        raise DestinationError(
+            "bank_bic must be 4 letters of bank, 2 of country, 2 characters of location and an optional 3 of branch",
+            "bank_bic",
+        ) from None
+
+
+def _routing_number(text: str) -> str:
+    """A US ABA number: the ninth digit checks the first eight."""
+    if _ROUTING.fullmatch(text) is None:
+        raise DestinationError("routing_number must be 9 digits", "routing_number")
+    try:
+        return stdnum.us.rtn.validate(text)
+    except ValidationError:
+        raise DestinationError("routing_number fails its ABA check digit", "routing_number") from None
+
+
+def _holder_name(form: Mapping[str, str]) -> str:
+    """account_name, else the customer's first and last name."""
+    if name := form.get("account_name"):
+        return name
+    if (first := form.get("first_name")) and (last := form.get("last_name")):
+        return f"{first} {last}"
+    raise DestinationError(
+        "account_name (or first_name and last_name) is required for a payout to a bank account", "account_name"
+    )
 
 
 def ewallet(form: Mapping[str, str]) -> EWallet:

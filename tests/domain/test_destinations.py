@@ -3,9 +3,11 @@ from collections.abc import Callable, Mapping
 import pytest
 
 from kassa.domain.destinations import (
+    BankAccount,
     DestinationError,
     EWallet,
     Kind,
+    bank_account,
     ewallet,
     kind_of,
     mask_account,
@@ -82,6 +84,117 @@ def test_a_payout_without_destination_fields_is_refused_naming_payout_method() -
     assert str(error) == "a payout needs a destination: card, bank account, e-wallet or phone fields"
 
 
+def test_a_bank_account_keeps_its_fields() -> None:
+    form = {**BANK, "routing_number": "021000021", "bank_branch": "Main street", "bank_city": "Springfield"}
+    assert bank_account(form) == BankAccount(
+        number="40817810099910004312",
+        bank_name="Example Bank",
+        routing_number="021000021",
+        bic=None,
+        iban=None,
+        holder_name="John Smith",
+        extra={"bank_branch": "Main street", "bank_city": "Springfield"},
+    )
+
+
+def test_an_account_number_is_kept_without_its_spaces_and_hyphens() -> None:
+    assert bank_account({**BANK, "account_number": "4081 7810-0999"}).number == "408178100999"
+
+
+@pytest.mark.parametrize("number", ["4081781009991000431240817810099910004", "40817.810", "4081781009\u0669"])
+def test_an_account_number_other_than_34_letters_and_digits_is_refused_naming_it(number: str) -> None:
+    error = refusal(bank_account, {**BANK, "account_number": number})
+    assert error.field == "account_number" and number not in str(error)
+
+
+def test_a_bank_account_without_account_number_or_iban_is_refused_naming_account_number() -> None:
+    error = refusal(bank_account, {**BANK, "account_number": ""})
+    assert error.field == "account_number" and "iban" in str(error)
+
+
+def test_an_iban_sent_alone_stands_in_for_the_account_number() -> None:
+    account = bank_account({**BANK, "account_number": "", "iban": "gb82 west 1234 5698 7654 32"})
+    assert account.number == account.iban == "GB82WEST12345698765432"
+
+
+def test_an_iban_sent_with_an_account_number_leaves_the_account_number_as_sent() -> None:
+    account = bank_account({**BANK, "iban": "DE89370400440532013000"})
+    assert (account.number, account.iban) == ("40817810099910004312", "DE89370400440532013000")
+
+
+@pytest.mark.parametrize("iban", ["GB82WEST12345698765432", "DE89370400440532013000", "DE89 3704 0044 0532 0130 00"])
+def test_a_good_iban_is_kept_upper_case_without_spaces(iban: str) -> None:
+    assert bank_account({**BANK, "iban": iban.lower()}).iban == iban.replace(" ", "")
+
+
+@pytest.mark.parametrize("iban", ["GB83WEST12345698765432", "DE88370400440532013000", "GB28WEST12345698765432"])
+def test_a_bad_iban_check_digit_is_refused_naming_iban(iban: str) -> None:
+    error = refusal(bank_account, {**BANK, "iban": iban})
+    assert (error.field, str(error)) == ("iban", "iban fails its check digits")
+
+
+@pytest.mark.parametrize(
+    "iban", ["GB82", "82WEST12345698765432", "GB82WEST1234569876543.", "GB82WEST1234569876543\u0662"]
+)
+def test_text_not_shaped_as_an_iban_is_refused_naming_iban(iban: str) -> None:
+    error = refusal(bank_account, {**BANK, "iban": iban})
+    assert error.field == "iban" and iban not in str(error)
+
+
+def test_an_iban_of_the_wrong_length_for_its_country_is_refused_naming_iban() -> None:
+    # Check digits recomputed for the shortened number, so only the German length (22) is wrong.
+    error = refusal(bank_account, {**BANK, "iban": "DE5137040044053201300"})
+    assert (error.field, str(error)) == ("iban", "iban does not have the length and layout of its country's IBANs")
+
+
+@pytest.mark.parametrize(
+    ("bic", "kept"), [("DEUTDEFF", "DEUTDEFF"), ("DEUTDEFF500", "DEUTDEFF500"), ("deut deff", "DEUTDEFF")]
+)
+def test_a_good_bic_is_kept_upper_case(bic: str, kept: str) -> None:
+    assert bank_account({**BANK, "bank_bic": bic}).bic == kept
+
+
+@pytest.mark.parametrize("bic", ["DEUTDEF", "DEUTDEFF5", "DEUTDEFF5000"])
+def test_a_bic_of_other_than_8_or_11_characters_is_refused_naming_bank_bic(bic: str) -> None:
+    error = refusal(bank_account, {**BANK, "bank_bic": bic})
+    assert (error.field, str(error)) == ("bank_bic", "bank_bic must be 8 or 11 characters")
+
+
+@pytest.mark.parametrize("bic", ["1EUTDEFF", "DEUTXXFF", "DEUT_EFF", "DEUTDEF\u00c4"])
+def test_a_bic_out_of_swift_layout_is_refused_naming_bank_bic(bic: str) -> None:
+    assert refusal(bank_account, {**BANK, "bank_bic": bic}).field == "bank_bic"
+
+
+@pytest.mark.parametrize("routing", ["011000015", "021000021"])
+def test_a_good_aba_routing_number_is_kept(routing: str) -> None:
+    assert bank_account({**BANK, "routing_number": routing}).routing_number == routing
+
+
+def test_a_bad_aba_check_digit_is_refused_naming_routing_number() -> None:
+    error = refusal(bank_account, {**BANK, "routing_number": "011000016"})
+    assert (error.field, str(error)) == ("routing_number", "routing_number fails its ABA check digit")
+
+
+@pytest.mark.parametrize("routing", ["01100001", "0110000150", "01100001a", "\uff1011000015"])
+def test_a_routing_number_of_other_than_9_digits_is_refused_naming_it(routing: str) -> None:
+    error = refusal(bank_account, {**BANK, "routing_number": routing})
+    assert (error.field, str(error)) == ("routing_number", "routing_number must be 9 digits")
+
+
+def test_the_holder_is_the_customer_when_account_name_is_not_sent() -> None:
+    form = {**BANK, "account_name": "", "first_name": "Jane", "last_name": "Doe"}
+    assert bank_account(form).holder_name == "Jane Doe"
+
+
+@pytest.mark.parametrize("names", [{}, {"first_name": "Jane"}, {"last_name": "Doe"}])
+def test_a_bank_account_without_a_holder_name_is_refused_naming_account_name(names: dict[str, str]) -> None:
+    assert refusal(bank_account, {**BANK, "account_name": "", **names}).field == "account_name"
+
+
+def test_a_bank_account_without_bank_name_is_refused_naming_it() -> None:
+    assert refusal(bank_account, {**BANK, "bank_name": ""}).field == "bank_name"
+
+
 def test_an_ewallet_keeps_its_type_and_wallet() -> None:
     assert ewallet(EWALLET) == EWallet("paypal", "john@example.com")
 
@@ -125,6 +238,20 @@ def test_an_account_mask_never_reveals_more_than_four_characters(number: str) ->
 )
 def test_a_name_mask_keeps_the_first_letter_of_each_word(name: str, masked: str) -> None:
     assert mask_name(name) == masked
+
+
+@pytest.mark.parametrize(
+    ("field", "number"),
+    [
+        ("account_number", "40817810099910004312!"),
+        ("iban", "GB83WEST12345698765432"),
+        ("iban", "GB82WEST1234569876543"),
+        ("routing_number", "011000016"),
+    ],
+)
+def test_no_bank_account_refusal_contains_the_number(field: str, number: str) -> None:
+    error = refusal(bank_account, {**BANK, field: number})
+    assert error.field == field and number not in str(error) and number[-8:] not in str(error)
 
 
 def test_no_kind_refusal_contains_the_card_number() -> None:
