@@ -7,11 +7,13 @@ from kassa.domain.destinations import (
     DestinationError,
     EWallet,
     Kind,
+    Phone,
     bank_account,
     ewallet,
     kind_of,
     mask_account,
     mask_name,
+    phone,
     trigger_digits,
 )
 
@@ -205,6 +207,39 @@ def test_an_ewallet_without_a_field_is_refused_naming_it(missing: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "number"),
+    [("+447911123456", "+447911123456"), ("+14155552671", "+14155552671"), ("+44 7911 123-456", "+447911123456")],
+)
+def test_a_valid_phone_number_is_kept_in_e164_form(text: str, number: str) -> None:
+    assert phone({**PHONE, "receiver_phone": text}) == Phone(number, "BANK01", "John Smith")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "07911123456",  # no country code: no country to read it in
+        "447911123456",
+        "+1415555",  # too short for the North American plan
+        "+999123456789",  # no such country code
+        "+1 800 FLOWERS",
+        "+447911123456 ext 12",
+        "+(44) 7911 123456",
+        "+\u0664\u06647911123456",  # Arabic-Indic digits, which phonenumbers would read
+        "+44--7911123456",
+    ],
+)
+def test_a_phone_number_not_valid_in_e164_form_is_refused_naming_receiver_phone(text: str) -> None:
+    error = refusal(phone, {**PHONE, "receiver_phone": text})
+    assert error.field == "receiver_phone"
+    assert str(error) == "receiver_phone must be a valid phone number in E.164 form, such as +447911123456"
+
+
+@pytest.mark.parametrize("missing", ["receiver_phone", "receiver_bank_id", "receiver_name"])
+def test_a_phone_payout_without_a_field_is_refused_naming_it(missing: str) -> None:
+    assert refusal(phone, {**PHONE, missing: ""}).field == missing
+
+
+@pytest.mark.parametrize(
     ("number", "digits"),
     [("4111111111111116", "116"), ("GB82 WEST 1234 5698 7654 32", "432"), ("+447911123456", "456"), ("12-34", "234")],
 )
@@ -252,6 +287,12 @@ def test_a_name_mask_keeps_the_first_letter_of_each_word(name: str, masked: str)
 def test_no_bank_account_refusal_contains_the_number(field: str, number: str) -> None:
     error = refusal(bank_account, {**BANK, field: number})
     assert error.field == field and number not in str(error) and number[-8:] not in str(error)
+
+
+@pytest.mark.parametrize("number", ["+33612345", "+121255501", "0612345678"])
+def test_no_phone_refusal_contains_the_number(number: str) -> None:
+    error = refusal(phone, {**PHONE, "receiver_phone": number})
+    assert number not in str(error) and number[-6:] not in str(error)
 
 
 def test_no_kind_refusal_contains_the_card_number() -> None:
