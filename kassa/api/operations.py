@@ -11,7 +11,7 @@ from enum import StrEnum
 from kassa.api import schemas as s
 from kassa.api.context import Handler
 from kassa.api.fields import Field
-from kassa.api.handlers import card_refs, followups, payments, recurring, status, threeds_uploads
+from kassa.api.handlers import card_refs, followups, payments, payouts, recurring, status, threeds_uploads
 from kassa.signing import control
 from kassa.signing.control import ControlFormula
 
@@ -38,7 +38,7 @@ _STATUS_FIELDS = (
     "end-point-id", "by-request-sn", "card-type", "bin", "last-four-digits", "card-exp-month", "card-exp-year",
     "cardholder-name", "email", "approval-code", "processor-rrn", "processor-tx-id", "descriptor", "card-ref-id",
     "recurring-payment-id", "initial-amount", "captured-amount", "refunded-amount", "paynet-processing-date",
-    "error-message", "error-code",
+    "error-message", "error-code", "destination-type", "destination-account", "recipient-name",
 )  # fmt: skip
 
 ASYNC = Response("AsyncResponse", "async-response")
@@ -46,6 +46,11 @@ FORM_REDIRECT = Response("AsyncCheckoutFormRedirect", "async-form-response")
 CARD_REF = Response("CardRefAsyncResponse", "create-card-ref-response", _CARD_REF_FIELDS)
 CARD_REF_V4 = Response(
     "CardRefV4AsyncResponse", "create-card-ref-response", (*_CARD_REF_FIELDS, "unq-card-ref-id", "recurring-payment-id")
+)
+PAYOUT_V4 = Response(
+    "PayoutV4Response",
+    "async-response",
+    ("status", "merchant-order-id", "paynet-order-id", "end-point-id", "payout-id"),
 )
 CARD_INFO = Response("CardInfoAsyncResponse", "get-card-info-response")
 STATUS = Response("StatusResponse", "status-response", _STATUS_FIELDS)
@@ -61,6 +66,7 @@ ALIASES = {
     "cRes": "cres",
     "paRes": "pares",
     "PaRes": "pares",
+    "destination_card_ref_id": "destination-card-ref-id",
 }
 
 
@@ -221,7 +227,7 @@ OPERATIONS: tuple[Operation, ...] = (
         response=ASYNC,
         signing=OAuth.HMAC_SHA1,
         fields=s.PAYOUT_FIELDS,
-        handler=None,
+        handler=payouts.payout,
         summary="Payout to a card, bank account, e-wallet or phone",
     ),
     Operation(
@@ -316,6 +322,16 @@ OPERATIONS: tuple[Operation, ...] = (
         fields=s.RECURRING_FIELDS,
         handler=recurring.create_recurring_payment,
         summary="Recurring payment subscription",
+    ),
+    Operation(
+        path="/api/v4/payout",
+        code="PAYOUT_V4",
+        request_schema="PayoutV4Request",
+        response=PAYOUT_V4,
+        signing=OAuth.RSA_SHA256,
+        fields=s.PAYOUT_FIELDS,
+        handler=payouts.payout_v4,
+        summary="Payout in one step, signed as v4 (SPEC.md's bank payout example)",
     ),
     Operation(
         path="/api/v4/payout-check",

@@ -86,22 +86,31 @@ STATUS_FIELDS = (
     CONTROL,
 )
 THREEDS_UPLOAD_FIELDS = (LOGIN, CLIENT_ORDERID, ORDERID, CONTROL)
+# CONTRACT §13: one kind of destination, named by payout_method or by the fields sent
+# (``domain.destinations`` checks the combination and each number).
 PAYOUT_DESTINATION = (
-    Field("payout_method", f.choice("card", "bank", "ewallet", "phone")),
-    Field("credit_card_number", f.card_number),
-    Field("destination-card-ref-id", f.text(20)),
-    Field("account_number", f.text(34)),
-    Field("bank_name", f.text(128)),
-    Field("routing_number", f.digits(9)),
-    Field("bank_bic", f.text(11)),
-    Field("iban", f.text(34)),
-    Field("ewallet_type", f.text(32)),
-    Field("ewallet_wallet", f.text(128)),
-    Field("receiver_phone", f.text(16)),
-    Field("receiver_bank_id", f.text(32)),
-    Field("receiver_name", f.text(128)),
+    Field("payout_method", f.choice("card", "bank", "ewallet", "phone"), False, "card, bank, ewallet or phone"),
+    Field("credit_card_number", f.card_number, False, "card: the number that receives the money"),
+    Field("expire_month", f.expire_month, False, "card: MM, with credit_card_number"),
+    Field("expire_year", f.expire_year, False, "card: YY or YYYY, with credit_card_number"),
+    Field("card_printed_name", f.text(128), False, "card: the cardholder's name"),
+    Field("destination-card-ref-id", f.text(20), False, "card: a card reference instead of the card fields"),
+    Field("account_number", f.text(34), False, "bank: the account number"),
+    Field("bank_name", f.text(128), False, "bank: the bank's name"),
+    Field("routing_number", f.text(9), False, "bank: ABA routing number"),
+    Field("bank_bic", f.text(11), False, "bank: BIC (SWIFT code)"),
+    Field("iban", f.text(42), False, "bank: IBAN"),
+    Field("account_name", f.text(128), False, "bank: the account holder; or first_name and last_name"),
+    Field("bank_branch", f.text(128)),
+    Field("bank_province", f.text(128)),
+    Field("bank_city", f.text(128)),
+    Field("ewallet_type", f.text(32), False, "e-wallet: the wallet's provider"),
+    Field("ewallet_wallet", f.text(128), False, "e-wallet: the wallet's id"),
+    Field("receiver_phone", f.text(16), False, "phone: E.164, such as +447911123456"),
+    Field("receiver_bank_id", f.text(32), False, "phone: the receiver's bank in the instant payment scheme"),
+    Field("receiver_name", f.text(128), False, "phone: the receiver's name, checked by the scheme"),
 )
-PAYOUT_FIELDS = (CLIENT_ORDERID, ORDER_DESC, CURRENCY, AMOUNT, IPADDRESS, *PAYOUT_DESTINATION, *URLS)
+PAYOUT_FIELDS = (CLIENT_ORDERID, ORDER_DESC, CURRENCY, AMOUNT, IPADDRESS, *CUSTOMER, *PAYOUT_DESTINATION, *URLS)
 CARDREF_V4_FIELDS = (CLIENT_ORDERID, ORDERID, Field("login", f.text(64), False, "if sent, the endpoint's merchant"))
 TRANSFER_FIELDS = (
     CLIENT_ORDERID,

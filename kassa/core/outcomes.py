@@ -9,7 +9,7 @@ from sqlalchemy import Connection
 from kassa.core.outbox import NOTHING_QUEUED, Queued, queue_callbacks
 from kassa.domain import ledger
 from kassa.domain.lifecycle import Stage, advance, is_final
-from kassa.domain.transactions import TxType
+from kassa.domain.transactions import Effect, TxType, rule
 from kassa.processors.interface import Outcome
 from kassa.storage import jobs as job_queue
 from kassa.storage import ledger as ledger_store
@@ -37,8 +37,10 @@ def record(
         "processor_tx_id": outcome.processor_tx_id or tx["processor_tx_id"],
     }
     order_store.write_outcome(conn, transaction_id, changes, now_ms)
-    if stage is Stage.APPROVED:
-        post_approved(conn, order, transaction_id, TxType(tx["tx_type"]), tx["amount"], now_ms)
+    if is_final(stage):
+        tx_rule = rule(TxType(tx["tx_type"]))
+        effect = tx_rule.on_approved if stage is Stage.APPROVED else tx_rule.on_failed
+        post(conn, order, transaction_id, effect, tx["amount"], now_ms)
     order_store.forget_cvv(conn, transaction_id)
     if not is_final(stage):
         return NOTHING_QUEUED
@@ -68,15 +70,14 @@ def record_for_job(
     return True, queued
 
 
-def post_approved(
-    conn: Connection, order: Record, transaction_id: int, tx_type: TxType, amount: int, now_ms: int
-) -> None:
-    if ledger.needs_balances(tx_type):
+def post(conn: Connection, order: Record, transaction_id: int, effect: Effect, amount: int, now_ms: int) -> None:
+    """Posts what ``effect`` does to the order's accounts (``ledger.posting``)."""
+    if ledger.needs_balances(effect):
         balances = ledger_store.order_balances(conn, order["id"])
         multi_capture = order_store.multi_capture_of(conn, order)
     else:  # it only brings money in: no need to read the order's accounts
         balances, multi_capture = ledger.Balances(), False
-    posting = ledger.on_approved(tx_type, amount, balances, multi_capture=multi_capture)
+    posting = ledger.posting(effect, amount, balances, multi_capture=multi_capture)
     ledger_store.post(conn, order, transaction_id, posting, now_ms)
 
 

@@ -48,6 +48,7 @@ TRANSITIONS: dict[Stage, frozenset[Stage]] = {
 }
 
 FINAL_STAGES = frozenset(stage for stage, successors in TRANSITIONS.items() if not successors)
+FAILED = FINAL_STAGES - {Stage.APPROVED}
 
 
 class IllegalTransition(Exception):

@@ -68,6 +68,9 @@ class Effect(StrEnum):
     RELEASE_HOLD = "release-hold"  # held → external
     RELEASE_ALL = "release-all"  # held and captured → external
     GIVE_BACK = "give-back"  # captured, then settled → external
+    RESERVE = "reserve"  # settled → reserved: a payout accepted, its money kept for it
+    PAY_OUT = "pay-out"  # reserved → external
+    UNRESERVE = "unreserve"  # reserved → settled: a payout that failed gives back what it reserved
     NONE = "none"  # nothing moves
     NOT_BUILT = "not-built"  # no posting rule yet: refused rather than silently posting nothing
 
@@ -82,6 +85,8 @@ class TxRule:
     follow_ups: frozenset[FollowUp] = frozenset()
     settles: bool = False  # approved, it is money in that settlement moves to the merchant's balance
     cardholder_present: bool = False  # the issuer may ask to authenticate the cardholder (3-D Secure)
+    on_opened: Effect = Effect.NONE  # posted in the transaction that accepts it
+    on_failed: Effect = Effect.NONE  # posted when it ends declined, filtered or in error
 
     @property
     def moves_money(self) -> bool:
@@ -111,7 +116,15 @@ TX_RULES: Mapping[TxType, TxRule] = {
     TxType.VOID: TxRule("void", Direction.RELEASE, Needs.NOTHING, Effect.RELEASE_ALL),
     TxType.REVERSAL: TxRule("reversal", Direction.OUT, Needs.NOTHING, Effect.GIVE_BACK),
     TxType.CHARGEBACK: TxRule("chargeback", Direction.OUT, Needs.NOTHING, Effect.GIVE_BACK),
-    TxType.PAYOUT: TxRule("payout", Direction.OUT, Needs.DESTINATION, Effect.NOT_BUILT, True),
+    TxType.PAYOUT: TxRule(
+        "payout",
+        Direction.OUT,
+        Needs.DESTINATION,
+        Effect.PAY_OUT,
+        True,
+        on_opened=Effect.RESERVE,
+        on_failed=Effect.UNRESERVE,
+    ),
     TxType.TRANSFER: TxRule("transfer", Direction.OUT, Needs.CARD, Effect.NOT_BUILT, True),
     TxType.PAN_ELIGIBILITY: TxRule("pan_eligibility", Direction.NONE, Needs.CARD, Effect.NONE, True),
 }

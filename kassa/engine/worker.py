@@ -10,28 +10,32 @@ moves the transaction's stage and deletes the job, so one job's outcome is recor
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+import orjson
 from sqlalchemy import Connection
 
 from kassa.clock import now_ms
 from kassa.core import authentication, outcomes
 from kassa.core.outbox import Queued
+from kassa.domain import destinations
 from kassa.domain.lifecycle import Stage, is_final
-from kassa.domain.transactions import TxType
+from kassa.domain.transactions import Needs, TxType, rule
 from kassa.engine.callbacks import CallbackDispatcher
 from kassa.engine.polling import Consumer
-from kassa.processors.interface import Card, Outcome, Processor, TransactionRequest
+from kassa.processors.interface import Card, Instrument, Outcome, Processor, TransactionRequest
 from kassa.storage import jobs as job_queue
 from kassa.storage import orders as order_store
+from kassa.storage import payouts as payout_store
 from kassa.storage.callbacks import CallbackLease
 from kassa.storage.database import Database
 from kassa.storage.jobs import Job, JobKind
 from kassa.storage.orders import AuthorizationWork
 from kassa.vault import tokens
-from kassa.vault.keys import Vault, cvv_context, pan_context
+from kassa.vault.keys import Vault, cvv_context, destination_context, pan_context
 
 log = logging.getLogger("kassa.worker")
 
@@ -121,6 +125,10 @@ class Worker(Consumer):
         if is_final(Stage(work.transaction["stage"])):
             await self.db.write(lambda conn: self._fenced(conn, job, _nothing_left))
             return None
+        if work.card is None and rule(TxType(work.transaction["tx_type"])).needs is Needs.DESTINATION:
+            order_id = work.order["id"]
+            found = await self.db.read_point(lambda conn: payout_store.destination_of(conn, order_id))
+            return dataclasses.replace(work, destination=found)
         return work
 
     async def _record(self, job: Job, work: AuthorizationWork, outcome: Outcome) -> None:
@@ -190,8 +198,12 @@ class Worker(Consumer):
 
     def _request(self, work: AuthorizationWork) -> TransactionRequest:
         tx, card = work.transaction, work.card
-        instrument = None
-        if card is not None:
+        instrument: Instrument | None = None
+        if work.destination is not None:
+            merchant_id = work.order["merchant_id"]
+            details = self.vault.decrypt(work.destination["details_ciphertext"], destination_context(merchant_id))
+            instrument = destinations.unsealed(work.destination["kind"], orjson.loads(details))
+        elif card is not None:
             cvv = None
             if work.cvv_ciphertext is not None:
                 cvv = self.vault.decrypt(work.cvv_ciphertext, cvv_context(tx["serial_number"]))

@@ -13,11 +13,14 @@ from kassa.domain.merchants import Mode
 from kassa.runtime import open_store
 from kassa.settings import Settings
 from kassa.signing.control import control_of
-from kassa.storage import merchant_keys
+from kassa.domain.money import currency, format_amount
+from kassa.storage import balances, merchant_keys
+from kassa.storage import ledger as ledger_store
 from kassa.storage import merchants as merchant_store
 from kassa.vault.keys import Vault, load_vault
 
 DEMO_LOGIN = "demo"
+DEMO_BALANCE = 1_000_000  # 10,000.00 USD
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +29,7 @@ class Demo:
     control_key: str
     endpoint_id: int
     keys: int = 0  # RSA public keys in force for the sandbox
+    available: int = 0  # USD minor units the demo's payouts may draw on
 
 
 def ensure(settings: Settings) -> Demo:
@@ -47,9 +51,16 @@ def _ensure(conn: Connection, vault: Vault) -> Demo:
     owned = [e for e in endpoints if e.merchant.id == merchant.id and not e.is_group]
     if owned:
         keys = len(merchant_keys.active_pems(conn, merchant.id, Mode.SANDBOX))
-        return Demo(merchant.login, merchant.control_key, owned[0].id, keys)
+        return Demo(merchant.login, merchant.control_key, owned[0].id, keys, _available(conn, merchant.id))
     spec = merchant_store.EndpointSpec(merchant.id, "USD", Mode.SANDBOX, False, "KASSA DEMO", None, None, True)
-    return Demo(merchant.login, merchant.control_key, merchant_store.create_endpoint(conn, spec, now))
+    endpoint_id = merchant_store.create_endpoint(conn, spec, now)
+    # Sandbox money, so that a payout tried first is approved rather than declined for an empty balance.
+    ledger_store.adjust(conn, merchant.id, "USD", DEMO_BALANCE, "sandbox money for the demo's payouts", now)
+    return Demo(merchant.login, merchant.control_key, endpoint_id, 0, DEMO_BALANCE)
+
+
+def _available(conn: Connection, merchant_id: int) -> int:
+    return next((b.available for b in balances.of_merchant(conn, merchant_id) if b.currency == "USD"), 0)
 
 
 def announce(demo: Demo, settings: Settings, host: str, port: int) -> None:
@@ -88,6 +99,8 @@ def _oauth_lines(demo: Demo) -> list[str]:
     lines = [
         "OAuth 1.0a (payout, the v4 operations): scripts in docs/api.md, Signing with OAuth.",
         "  HMAC-SHA1: the control key above.",
+        f"  Payouts draw on the sandbox balance: {format_amount(demo.available, currency('USD'))} USD available"
+        f" (kassa balance show|credit --merchant {demo.login}).",
     ]
     if demo.keys:
         return [

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from kassa.domain.destinations import BankAccount, EWallet, Phone
 from kassa.domain.lifecycle import Stage
 from kassa.domain.threeds_protocol import ThreeDSPath
 from kassa.domain.transactions import TxType
@@ -24,10 +25,9 @@ class Card:
     cvv: str | None  # absent for card-not-present charges (rebills, recurring)
 
 
-# What a transaction can run on. Payouts add bank accounts, e-wallets, phones and the merchant's deposit
-# as further variants of this union; a processor's ``match`` over it ends in ``assert_never``, so a new
-# variant is handled everywhere before it type-checks.
-Instrument = Card
+# What a transaction can run on: a card, or where a payout goes. A processor's ``match`` over it ends in
+# ``assert_never``, so a new variant is handled everywhere before it type-checks.
+Instrument = Card | BankAccount | EWallet | Phone
 
 
 @dataclass(frozen=True, slots=True)

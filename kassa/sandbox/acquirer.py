@@ -7,6 +7,8 @@ import asyncio
 import hashlib
 from typing import assert_never
 
+from kassa.domain import destinations
+from kassa.domain.destinations import BankAccount, EWallet, Phone
 from kassa.domain.lifecycle import Stage
 from kassa.domain.threeds_protocol import ThreeDSPath
 from kassa.domain.transactions import Needs, rule
@@ -41,7 +43,7 @@ class SandboxProcessor:
         if not (request.cardholder_present and rule(request.tx_type).cardholder_present):
             return None
         card = request.instrument
-        if card is None or not card.cvv:
+        if not isinstance(card, Card) or not card.cvv:
             return None
         return issuer.path_of(trigger_of(card.cvv))
 
@@ -60,6 +62,8 @@ def _trigger_text(instrument: Instrument | None) -> tuple[str, bool]:
             return cvv, True
         case Card(pan=pan):
             return pan[-3:], False
+        case BankAccount() | EWallet() | Phone():
+            return destinations.trigger_digits(destinations.number_of(instrument)), False
         case _:
             assert_never(instrument)
 

@@ -12,31 +12,77 @@ from kassa import randomness
 from kassa.domain.ledger import Account, Balances, Posting, replay
 from kassa.domain.lifecycle import Stage
 from kassa.domain.transactions import SETTLING, TxType
+from kassa.storage import balances
 from kassa.storage.prepared import Prepared, Record
-from kassa.storage.tables import endpoints, ledger_entries, orders, transactions
+from kassa.storage.tables import balance_adjustments, endpoints, ledger_entries, orders, transactions
 
+_ENTRY_COLUMNS = (
+    "merchant_id", "currency", "account", "amount", "order_id", "transaction_id", "adjustment_id", "posting"
+)  # fmt: skip
 _INSERT_ENTRY = Prepared(
     insert(ledger_entries).values(
-        {
-            **{
-                name: bindparam(name)
-                for name in ("merchant_id", "currency", "account", "amount", "order_id", "transaction_id", "posting")
-            },
-            "created_at_ms": bindparam("now_ms"),
-        }
+        {**{name: bindparam(name) for name in _ENTRY_COLUMNS}, "created_at_ms": bindparam("now_ms")}
     )
 )
 
 
 def post(conn: Connection, order: Record, transaction_id: int | None, posting: Posting, now_ms: int) -> None:
-    if not posting:
-        return
+    """Writes the posting, and moves the merchant's balance by what it puts on the balance's accounts."""
+    if posting:
+        _insert(conn, order, transaction_id, None, posting, now_ms)
+        balances.move(conn, order["merchant_id"], order["currency"], *_balance_deltas(posting), now_ms)
+
+
+def post_if_covered(conn: Connection, order: Record, transaction_id: int, posting: Posting, now_ms: int) -> bool:
+    """``post``, only if the merchant's available balance covers what the posting takes from it (a payout's
+    reservation); whether it was written."""
+    merchant_id, currency = order["merchant_id"], order["currency"]
+    if not balances.take(conn, merchant_id, currency, *_balance_deltas(posting), now_ms):
+        return False
+    _insert(conn, order, transaction_id, None, posting, now_ms)
+    return True
+
+
+def adjust(conn: Connection, merchant_id: int, currency: str, amount: int, reason: str, now_ms: int) -> bool:
+    """An operator's credit (``amount`` > 0) or debit of the available balance, posted against the
+    outside world; a debit beyond the available balance is not written (False)."""
+    if amount < 0 and not balances.take(conn, merchant_id, currency, amount, 0, now_ms):
+        return False
+    if amount > 0:
+        balances.move(conn, merchant_id, currency, amount, 0, now_ms)
+    adjustment_id = conn.execute(
+        insert(balance_adjustments)
+        .values(merchant_id=merchant_id, currency=currency, amount=amount, reason=reason, created_at_ms=now_ms)
+        .returning(balance_adjustments.c.id)
+    ).scalar_one()
+    owner = {"merchant_id": merchant_id, "currency": currency, "id": None}
+    _insert(conn, owner, None, adjustment_id, [(Account.EXTERNAL, -amount), (Account.SETTLED, amount)], now_ms)
+    return True
+
+
+def _balance_deltas(posting: Posting) -> tuple[int, int]:
+    """What the posting moves on the available (``settled``) and ``reserved`` accounts."""
+    return (
+        sum(delta for account, delta in posting if account is Account.SETTLED),
+        sum(delta for account, delta in posting if account is Account.RESERVED),
+    )
+
+
+def _insert(
+    conn: Connection,
+    order: Record,
+    transaction_id: int | None,
+    adjustment_id: int | None,
+    posting: Posting,
+    now_ms: int,
+) -> None:
     assert sum(delta for _, delta in posting) == 0, "a posting must balance"
     entry = {
         "merchant_id": order["merchant_id"],
         "currency": order["currency"],
         "order_id": order["id"],
         "transaction_id": transaction_id,
+        "adjustment_id": adjustment_id,
         "posting": randomness.uuid4(),
         "now_ms": now_ms,
     }
@@ -60,6 +106,7 @@ class CurrencyBalance:
     held: int
     captured: int
     settled: int
+    reserved: int
 
 
 # A merchant's balance adds up all its entries, without bound on their number. SQLite's SUM of integers
@@ -79,14 +126,14 @@ def merchant_balances(conn: Connection, merchant_id: int) -> list[CurrencyBalanc
     for currency, account, high, low in rows:
         sums[currency][Account(account)] = (int(high) << 32) + int(low)
     return [
-        CurrencyBalance(currency, b.held, b.captured, b.settled)
+        CurrencyBalance(currency, b.held, b.captured, b.settled, b.reserved)
         for currency, b in sorted((c, Balances.of(s)) for c, s in sums.items())
     ]
 
 
 def check(conn: Connection) -> list[str]:
-    """Every problem found: postings that do not balance, and orders whose ledger balances disagree with
-    what their approved transactions should have produced."""
+    """Every problem found: postings that do not balance, orders whose ledger balances disagree with what
+    their transactions should have produced, and merchants' balances that are not their ledger's sums."""
     problems = [
         f"posting {posting} does not sum to zero ({total})"
         for posting, total in conn.execute(
@@ -95,17 +142,17 @@ def check(conn: Connection) -> list[str]:
             .having(func.sum(ledger_entries.c.amount) != 0)
         )
     ]
-    return problems + _order_problems(conn)
+    return problems + _order_problems(conn) + _balance_problems(conn)
 
 
 def _order_problems(conn: Connection) -> list[str]:
-    approved: dict[int, list[tuple[TxType, int]]] = defaultdict(list)
-    for order_id, tx_type, amount in conn.execute(
-        select(transactions.c.order_id, transactions.c.tx_type, transactions.c.amount)
-        .where(transactions.c.stage == Stage.APPROVED.value)
-        .order_by(transactions.c.order_id, transactions.c.updated_at_ms, transactions.c.id)
+    done: dict[int, list[tuple[TxType, int, Stage]]] = defaultdict(list)
+    for order_id, tx_type, amount, stage in conn.execute(
+        select(transactions.c.order_id, transactions.c.tx_type, transactions.c.amount, transactions.c.stage).order_by(
+            transactions.c.order_id, transactions.c.updated_at_ms, transactions.c.id
+        )
     ):
-        approved[order_id].append((TxType(tx_type), amount))
+        done[order_id].append((TxType(tx_type), amount, Stage(stage)))
     multi = {
         order_id: bool(flag)
         for order_id, flag in conn.execute(
@@ -114,19 +161,46 @@ def _order_problems(conn: Connection) -> list[str]:
     }
     actual: dict[int, dict[Account, int]] = defaultdict(dict)
     for order_id, account, total in conn.execute(
-        select(ledger_entries.c.order_id, ledger_entries.c.account, func.sum(ledger_entries.c.amount)).group_by(
-            ledger_entries.c.order_id, ledger_entries.c.account
-        )
+        select(ledger_entries.c.order_id, ledger_entries.c.account, func.sum(ledger_entries.c.amount))
+        .where(ledger_entries.c.order_id.is_not(None))
+        .group_by(ledger_entries.c.order_id, ledger_entries.c.account)
     ):
         actual[order_id][Account(account)] = int(total)
     problems = []
-    for order_id in sorted(set(approved) | set(actual)):
-        expected = replay(approved.get(order_id, []), multi_capture=bool(multi.get(order_id)))
+    for order_id in sorted(set(done) | set(actual)):
+        expected = replay(done.get(order_id, []), multi_capture=bool(multi.get(order_id)))
         found = Balances.of(actual.get(order_id, {}))
-        if found.held != expected.held or found.captured + found.settled != expected.captured + expected.settled:
+        if (found.held, found.reserved, found.captured + found.settled) != (
+            expected.held,
+            expected.reserved,
+            expected.captured + expected.settled,
+        ):
             problems.append(f"order {order_id}: ledger {found} but its transactions give {expected}")
-        if found.captured < 0 or found.held < 0:
+        if found.captured < 0 or found.held < 0 or found.reserved < 0:
             problems.append(f"order {order_id}: negative balance {found}")
+    return problems
+
+
+def _balance_problems(conn: Connection) -> list[str]:
+    """The balances kept per merchant and currency against the sums of their accounts' entries."""
+    sums: dict[tuple[int, str], dict[str, int]] = defaultdict(dict)
+    for merchant_id, currency, account, high, low in conn.execute(
+        select(ledger_entries.c.merchant_id, ledger_entries.c.currency, ledger_entries.c.account, _HIGH, _LOW)
+        .where(ledger_entries.c.account.in_([Account.SETTLED.value, Account.RESERVED.value]))
+        .group_by(ledger_entries.c.merchant_id, ledger_entries.c.currency, ledger_entries.c.account)
+    ):
+        sums[(merchant_id, currency)][account] = (int(high) << 32) + int(low)
+    kept = balances.all_balances(conn)
+    problems = []
+    for key in sorted(set(sums) | set(kept)):
+        entries = sums.get(key, {})
+        expected = (entries.get(Account.SETTLED.value, 0), entries.get(Account.RESERVED.value, 0))
+        if kept.get(key, (0, 0)) != expected:
+            merchant_id, currency = key
+            problems.append(
+                f"merchant {merchant_id} {currency}: balance (available, reserved) {kept.get(key, (0, 0))}"
+                f" but the ledger's entries give {expected}"
+            )
     return problems
 
 

@@ -129,8 +129,12 @@ def set_replay_window(conn: Connection, vault: Vault, endpoint_id: int, seconds:
     return load_endpoint(conn, vault, endpoint_id)
 
 
-def has_live_endpoint(conn: Connection) -> bool:
-    return conn.execute(select(endpoints.c.id).where(endpoints.c.mode == Mode.LIVE.value).limit(1)).first() is not None
+def has_live_endpoint(conn: Connection, merchant_id: int | None = None) -> bool:
+    """Whether any endpoint (of the merchant, when named) takes live traffic."""
+    query = select(endpoints.c.id).where(endpoints.c.mode == Mode.LIVE.value)
+    if merchant_id is not None:
+        query = query.where(endpoints.c.merchant_id == merchant_id)
+    return conn.execute(query.limit(1)).first() is not None
 
 
 def load_endpoint(conn: Connection, vault: Vault, endpoint_id: int) -> Endpoint:

@@ -401,6 +401,7 @@ class AuthorizationWork:
     order: Record
     card: Record | None
     cvv_ciphertext: bytes | None
+    destination: Record | None = None  # a payout's, when it goes to no card (``storage.payouts``)
 
 
 _TRANSACTION = Prepared(select(transactions).where(transactions.c.id == bindparam("tx_id")))

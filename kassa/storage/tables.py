@@ -244,13 +244,52 @@ ledger_entries = Table(
     Column("currency", String(3), nullable=False),
     Column("account", String(16), nullable=False),
     Column("amount", BigInteger, nullable=False),  # signed minor units
-    Column("order_id", ForeignKey("orders.id"), nullable=False),
+    Column("order_id", ForeignKey("orders.id")),  # none for an operator's adjustment
     Column("transaction_id", ForeignKey("transactions.id")),  # none for settlement
+    Column("adjustment_id", ForeignKey("balance_adjustments.id", name="fk_ledger_entries_adjustment")),
     Column("posting", String(36), nullable=False),  # the entries of one posting share it and sum to zero
     Column("created_at_ms", BigInteger, nullable=False),
     Index("ix_ledger_order", "order_id", "account"),
     Index("ix_ledger_merchant", "merchant_id", "currency", "account"),
     sqlite_autoincrement=True,
+)
+
+# A merchant's balance per currency: the sums of its ledger's ``settled`` (available) and ``reserved``
+# accounts, kept by every posting on them. Payouts of one merchant and currency serialize on its row.
+balances = Table(
+    "balances",
+    metadata,
+    Column("merchant_id", ForeignKey("merchants.id"), primary_key=True),
+    Column("currency", String(3), primary_key=True),
+    Column("available", BigInteger, nullable=False),
+    Column("reserved", BigInteger, nullable=False),
+    Column("updated_at_ms", BigInteger, nullable=False),
+)
+
+# An operator's credit (positive) or debit of a sandbox balance, with the reason given.
+balance_adjustments = Table(
+    "balance_adjustments",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("merchant_id", ForeignKey("merchants.id"), nullable=False),
+    Column("currency", String(3), nullable=False),
+    Column("amount", BigInteger, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("created_at_ms", BigInteger, nullable=False),
+    sqlite_autoincrement=True,
+)
+
+# Where a payout goes when it is not a card (a card destination is the order's card): the destination's
+# fields under the vault, as JSON, and its number masked for display. ``recipient_name`` is the masked
+# name the sandbox's name check found for a phone payout.
+payout_destinations = Table(
+    "payout_destinations",
+    metadata,
+    Column("order_id", ForeignKey("orders.id"), primary_key=True),
+    Column("kind", String(16), nullable=False),
+    Column("details_ciphertext", LargeBinary, nullable=False),
+    Column("masked", String(64), nullable=False),
+    Column("recipient_name", String(128)),
 )
 
 # Answers to requests carrying an Idempotency-Key, replayed byte for byte within 24 hours.

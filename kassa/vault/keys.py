@@ -90,6 +90,11 @@ def pan_context(merchant_id: int) -> str:
     return f"pan/merchant/{merchant_id}"
 
 
+def destination_context(merchant_id: int) -> str:
+    """A payout's bank account, e-wallet or phone, with the names that go with it."""
+    return f"destination/merchant/{merchant_id}"
+
+
 def cvv_context(serial: str) -> str:
     return f"cvv/transaction/{serial}"
 

@@ -1,9 +1,10 @@
 """Scheme B (CONTRACT §4, SPEC.md "Scheme B") through HTTP: requests signed by oauthlib's client pass the
 gateway's OAuth check for both methods, wherever the ``oauth_*`` parameters stand; everything else is
 refused with the contract's status, code and header. Most operations used have no handler yet, so a
-request that passes its OAuth check gets the 501 that names its operation, and one refused gets 401. The
-v4 operations that write (create-card-ref, create-recurring-payment) show that a nonce is spent once,
-with the operation's effect or alone, and that its replay is refused whatever the first answer was."""
+request that passes its OAuth check gets the 501 that names its operation (payout, built, refuses the
+destination of these fields instead), and one refused gets 401. The v4 operations that write
+(create-card-ref, create-recurring-payment) show that a nonce is spent once, with the operation's effect
+or alone, and that its replay is refused whatever the first answer was."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ from tests.support.oauth import Where, key_pair, register_key, revoke_key, sign,
 from tests.support.operations import approved_order
 
 RSA_PATH = "/api/v4/payout-check"  # RSA-SHA256, not built yet: 501 once past the OAuth check
-HMAC_PATH = "/api/v2/payout"  # HMAC-SHA1, likewise
+HMAC_PATH = "/api/v2/payout"  # HMAC-SHA1: refuses FIELDS' destination once past the OAuth check
+BUILT = {"PAYOUT"}
 JSON_TYPE = "application/vnd.pay+json; charset=utf-8"
 FIELDS = [
     ("client-order-id", "902B4FF5"),  # the v4 examples' spelling, signed so
@@ -63,10 +65,15 @@ def hmac_post(m: Merchant, path: str = HMAC_PATH, **options: Any) -> httpx.Respo
 
 
 def passed(response: httpx.Response, code: str) -> None:
-    """Past the OAuth check: the 501 of an operation not built yet, in JSON."""
-    assert response.status_code == 501, response.text
-    assert response.headers["content-type"] == JSON_TYPE
+    """Past the OAuth check: the operation's own answer, in JSON. A payout refuses the destination these
+    fields leave half given (a bank branch, no account); an operation not built yet answers 501."""
+    assert response.headers["content-type"] == JSON_TYPE, response.text
     body = response.json()
+    if code in BUILT:
+        assert (response.status_code, body["error-code"]) == (400, "1"), response.text
+        assert "account_number" in body["error-message"]
+        return
+    assert response.status_code == 501, response.text
     assert (body["type"], body["error-code"]) == ("error", "501")
     assert code in body["error-message"]
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 
 from kassa.domain.ledger import Account, Balances, NoPostingRule, on_approved, on_settlement, replay
+from kassa.domain.lifecycle import Stage
 from kassa.domain.transactions import Effect, TxType, rule
+
+APPROVED = Stage.APPROVED
 
 POSTED = [t for t in TxType if rule(t).on_approved is not Effect.NOT_BUILT]
 
@@ -18,12 +21,12 @@ def test_every_posting_sums_to_zero(tx_type: TxType, multi: bool) -> None:
 
 
 def test_single_partial_capture_releases_the_rest_of_the_hold() -> None:
-    after = replay([(TxType.PREAUTH, 100), (TxType.CAPTURE, 60)], multi_capture=False)
+    after = replay([(TxType.PREAUTH, 100, APPROVED), (TxType.CAPTURE, 60, APPROVED)], multi_capture=False)
     assert after == Balances(held=0, captured=60, settled=0)
 
 
 def test_multi_capture_keeps_the_rest_held() -> None:
-    after = replay([(TxType.PREAUTH, 100), (TxType.CAPTURE, 60)], multi_capture=True)
+    after = replay([(TxType.PREAUTH, 100, APPROVED), (TxType.CAPTURE, 60, APPROVED)], multi_capture=True)
     assert after == Balances(held=40, captured=60, settled=0)
 
 
@@ -46,3 +49,20 @@ def test_void_releases_hold_and_captured_money() -> None:
 def test_a_type_without_a_posting_rule_is_refused_rather_than_posting_nothing(tx_type: TxType) -> None:
     with pytest.raises(NoPostingRule):
         on_approved(tx_type, 40, Balances(), multi_capture=False)
+
+
+def test_a_payout_in_flight_keeps_its_amount_reserved_out_of_the_available_balance() -> None:
+    assert replay([(TxType.PAYOUT, 500, Stage.PROCESSING)], multi_capture=False) == Balances(settled=-500, reserved=500)
+
+
+def test_an_approved_payout_pays_its_reservation_out() -> None:
+    assert replay([(TxType.PAYOUT, 500, APPROVED)], multi_capture=False) == Balances(settled=-500)
+
+
+@pytest.mark.parametrize("stage", [Stage.DECLINED, Stage.FILTERED, Stage.ERROR])
+def test_a_failed_payout_gives_its_reservation_back(stage: Stage) -> None:
+    assert replay([(TxType.PAYOUT, 500, stage)], multi_capture=False) == Balances()
+
+
+def test_a_payout_still_unknown_keeps_its_reservation_until_reconciled() -> None:
+    assert replay([(TxType.PAYOUT, 500, Stage.UNKNOWN)], multi_capture=False) == Balances(settled=-500, reserved=500)

@@ -72,18 +72,18 @@ async def make_rebill(req: OperationRequest) -> Reply:
     return await open_order(req, rebills.sale_on(new_order(req, TxType.SALE, endpoint.id, cur), stored))
 
 
-async def usable_card(req: OperationRequest) -> rebills.StoredCard:
-    """The card the request's ``cardrefid`` names, to charge: refused when it has expired."""
-    ref_id, card = await stored_card(req)
+async def usable_card(req: OperationRequest, field: str = "cardrefid") -> rebills.StoredCard:
+    """The card the request's reference (``field``) names, to charge or pay to: refused when it has expired."""
+    ref_id, card = await stored_card(req, field)
     stored = rebills.StoredCard.of(card, ref_id)
     if stored.expired_by(today()):
-        raise field_error("cardrefid", "names a card that has expired")
+        raise field_error(field, "names a card that has expired")
     return stored
 
 
-async def stored_card(req: OperationRequest) -> tuple[int, Record]:
-    """The reference the request's ``cardrefid`` names, and its card; code 5 when it is not this merchant's."""
-    text: str = req.values["cardrefid"]
+async def stored_card(req: OperationRequest, field: str = "cardrefid") -> tuple[int, Record]:
+    """The reference the request's ``field`` names, and its card; code 5 when it is not this merchant's."""
+    text: str = req.values[field]
     if not (text.isascii() and text.isdigit() and len(text) <= _MAX_REF_DIGITS):
         raise _no_such_reference()
     ref_id, merchant_id = int(text), req.merchant_id

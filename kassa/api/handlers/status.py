@@ -9,10 +9,11 @@ from kassa.clock import date_time_text
 from kassa.domain import money
 from kassa.domain.lifecycle import Stage, status_of
 from kassa.domain.threeds_protocol import Step
-from kassa.domain.transactions import TxType, order_stage
+from kassa.domain.transactions import Needs, TxType, order_stage, rule
 from kassa.pages.rendering import render_page
 from kassa.storage import authentications, browser_sessions
 from kassa.storage import orders as order_store
+from kassa.storage import payouts as payout_store
 from kassa.storage.browser_sessions import SessionKind
 from kassa.storage.orders import OrderSnapshot
 from kassa.storage.prepared import Record
@@ -41,7 +42,21 @@ async def status(req: OperationRequest) -> Reply:
         reply["by-request-sn"] = req.form["by-request-sn"]  # echoed as sent
     if Stage(tx["stage"]) in (Stage.THREE_D_METHOD, Stage.THREE_D_VALIDATING):
         reply.update(await _browser_step(req, tx))
+    if snapshot.card is None and rule(TxType(snapshot.order["tx_type"])).needs is Needs.DESTINATION:
+        reply.update(await _destination_fields(req, snapshot.order["id"]))
     return reply
+
+
+async def _destination_fields(req: OperationRequest, order_id: int) -> Reply:
+    """Where a payout goes when it is no card: its kind and its number masked, and the masked name the
+    sandbox's name check found for a phone payout."""
+    found = await req.services.db.read_point(lambda conn: payout_store.destination_of(conn, order_id))
+    if found is None:
+        return {}
+    fields = {"destination-type": found["kind"], "destination-account": found["masked"]}
+    if found["recipient_name"]:
+        fields["recipient-name"] = found["recipient_name"]
+    return fields
 
 
 async def _browser_step(req: OperationRequest, tx: Record) -> Reply:

@@ -1,0 +1,69 @@
+"""Opening a payout (CONTRACT §13): its order, first transaction and destination, and the reservation of
+its amount from the merchant's available balance, in one database transaction. A payout the balance does
+not cover is declined at once with 116 and moves nothing; its order exists, with its callbacks."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, insert
+
+from kassa.core import outcomes
+from kassa.core.outbox import NOTHING_QUEUED, Queued
+from kassa.domain import ledger
+from kassa.domain.lifecycle import Stage
+from kassa.domain.transactions import rule
+from kassa.processors.interface import Outcome
+from kassa.sandbox.acquirer import DECLINES
+from kassa.sandbox.triggers import Trigger
+from kassa.storage import jobs as job_queue
+from kassa.storage import ledger as ledger_store
+from kassa.storage import orders as order_store
+from kassa.storage.jobs import JobKind
+from kassa.storage.orders import NewOrder, Started
+from kassa.storage.tables import payout_destinations
+
+NOT_COVERED = Outcome(
+    Stage.DECLINED,
+    Trigger.INSUFFICIENT_FUNDS.value,
+    DECLINES[Trigger.INSUFFICIENT_FUNDS] + " on the merchant's balance",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class NewDestination:
+    """A destination other than a card, as stored: its fields under the vault, its number masked."""
+
+    kind: str
+    details_ciphertext: bytes
+    masked: str
+
+
+@dataclass(frozen=True, slots=True)
+class OpenedPayout:
+    started: Started
+    queued: Queued = NOTHING_QUEUED  # the decline's callbacks, when the balance did not cover it
+
+
+def open_payout(conn: Connection, new: NewOrder, destination: NewDestination | None) -> OpenedPayout:
+    """Opens the payout ``new`` describes (to its card, or to ``destination``), or finds the one its
+    client_orderid opened before: then nothing is written."""
+    card_id = new.card_id
+    if new.card is not None:
+        card_id = order_store.insert_card(conn, new.card, new.merchant_id, new.now_ms)
+    order_id = order_store.insert_order(conn, new, card_id)
+    if order_id is None:
+        return OpenedPayout(order_store.started_before(conn, new, card_id if new.card is not None else None))
+    tx_id = order_store.insert_transaction(
+        conn, order_id, new.tx_type, new.amount, new.currency, new.serial, new.now_ms
+    )
+    if destination is not None:
+        conn.execute(insert(payout_destinations).values(order_id=order_id, **dataclasses.asdict(destination)))
+    started = Started(order_id, new.endpoint_id, new.serial, new.request_fingerprint, True, tx_id)
+    order = {"id": order_id, "merchant_id": new.merchant_id, "currency": new.currency}
+    reservation = ledger.posting(rule(new.tx_type).on_opened, new.amount, ledger.Balances(), multi_capture=False)
+    if not ledger_store.post_if_covered(conn, order, tx_id, reservation, new.now_ms):
+        return OpenedPayout(started, outcomes.record(conn, tx_id, NOT_COVERED, new.now_ms))
+    job = job_queue.add(conn, JobKind.PROCESS, tx_id, run_at_ms=new.now_ms, now_ms=new.now_ms, lease=new.lease)
+    return OpenedPayout(dataclasses.replace(started, job=job))

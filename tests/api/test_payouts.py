@@ -1,0 +1,271 @@
+"""Payouts (CONTRACT §13) through HTTP, signed as merchants sign them (oauthlib's client): money leaves the
+merchant's available balance for a card, a bank account, an e-wallet or a phone; a payout beyond the
+balance is declined with 116 and moves nothing; concurrent payouts never spend more than is there, on one
+process or two; every refusal of a destination names its field; numbers are shown masked."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from tests.support.cards import pan_ending
+from tests.support.gateway import Gateway, Merchant, cli_run, new_merchant
+from tests.support.oauth import key_pair, register_key, signed_post
+from tests.support.operations import LEDGER_OK, ledger_check
+
+CARD = {
+    "credit_card_number": "4111111111111111",
+    "card_printed_name": "Jane Doe",
+    "expire_month": "12",
+    "expire_year": "2030",
+}
+BANK = {
+    "account_number": "12345698765432",
+    "bank_name": "Westminster Bank",
+    "iban": "GB82WEST12345698765432",
+    "bank_bic": "NWBKGB2L",
+    "account_name": "Jane Doe",
+}
+EWALLET = {"ewallet_type": "paypal", "ewallet_wallet": "wallet-7788991"}
+PHONE = {"receiver_phone": "+447911123456", "receiver_bank_id": "GBFPS01", "receiver_name": "Jane Doe"}
+
+
+def credit(m: Merchant, amount: str) -> None:
+    m.gateway.cli(
+        "balance", "credit", "--merchant", m.login, "--currency", m.currency, "--amount", amount, "--reason", "test"
+    )
+
+
+def available(m: Merchant) -> str:
+    shown = m.gateway.cli("balance", "show", "--merchant", m.login)
+    return next((b["available"] for b in shown if b["currency"] == m.currency), "none")
+
+
+@pytest.fixture
+def payer(make_merchant: Callable[..., Merchant]) -> Merchant:
+    """A sandbox merchant with 100.00 USD available."""
+    merchant = make_merchant()
+    credit(merchant, "100.00")
+    return merchant
+
+
+def payout(m: Merchant, destination: dict[str, str], amount: str = "5.00", **fields: str) -> httpx.Response:
+    body = {
+        "client_orderid": fields.pop("client_orderid", f"po-{uuid.uuid4().hex[:10]}"),
+        "amount": amount,
+        "currency": m.currency,
+        "order_desc": "Winnings",
+        **destination,
+        **fields,
+    }
+    url = f"{m.gateway.base}/api/v2/payout/{m.endpoint_id}"
+    return signed_post(url, body, login=m.login, method="HMAC-SHA1", control_key=m.control_key)
+
+
+def outcome(m: Merchant, answer: httpx.Response) -> dict[str, str]:
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["type"] == "async-response"
+    return m.wait_final(body["paynet-order-id"])
+
+
+def refusal(answer: httpx.Response) -> tuple[int, str, str]:
+    body = answer.json()
+    return answer.status_code, body["error-code"], body["error-message"]
+
+
+# --- money ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("destination", "kind"), [(CARD, "card"), (BANK, "bank"), (EWALLET, "ewallet"), (PHONE, "phone")]
+)
+def test_a_payout_to_each_kind_of_destination_is_approved_and_leaves_the_balance(
+    payer: Merchant, destination: dict[str, str], kind: str
+) -> None:
+    status = outcome(payer, payout(payer, destination, "30.00"))
+    assert (status["status"], status["transaction-type"], status["order-stage"]) == (
+        "approved",
+        "payout",
+        "payout_approved",
+    )
+    assert available(payer) == "70.00"
+    if kind != "card":
+        assert status["destination-type"] == kind
+        assert status["destination-account"].startswith("*")
+    assert ledger_check(payer) == LEDGER_OK
+
+
+def test_a_payout_beyond_the_available_balance_is_declined_with_116_and_moves_nothing(payer: Merchant) -> None:
+    status = outcome(payer, payout(payer, CARD, "100.01"))
+    assert (status["status"], status["error-code"]) == ("declined", "116")
+    assert available(payer) == "100.00"
+    assert ledger_check(payer) == LEDGER_OK
+
+
+def test_a_merchant_without_a_balance_pays_nothing_out(make_merchant: Callable[..., Merchant]) -> None:
+    empty = make_merchant()
+    status = outcome(empty, payout(empty, CARD, "0.01"))
+    assert (status["status"], status["error-code"]) == ("declined", "116")
+
+
+@pytest.mark.parametrize(("ending", "status"), [("116", "declined"), ("500", "error"), ("555", "filtered")])
+def test_a_payout_the_sandbox_refuses_gives_its_reservation_back(payer: Merchant, ending: str, status: str) -> None:
+    found = outcome(payer, payout(payer, {**BANK, "iban": "", "account_number": "4400" + ending}, "40.00"))
+    assert found["status"] == status
+    assert available(payer) == "100.00"
+    assert ledger_check(payer) == LEDGER_OK
+
+
+def test_a_payout_to_a_card_the_sandbox_declines_keeps_the_money(payer: Merchant) -> None:
+    found = outcome(payer, payout(payer, {**CARD, "credit_card_number": pan_ending("116")}, "40.00"))
+    assert (found["status"], found["error-code"]) == ("declined", "116")
+    assert available(payer) == "100.00"
+
+
+def _thirty_payouts(merchants: list[Merchant]) -> Counter[str]:
+    def one(n: int) -> str:
+        m = merchants[n % len(merchants)]
+        status = outcome(merchants[0], payout(m, CARD, "5.00"))
+        return f"{status['status']}-{status.get('error-code', '')}"
+
+    with ThreadPoolExecutor(30) as pool:
+        return Counter(pool.map(one, range(30)))
+
+
+def test_thirty_concurrent_payouts_of_5_on_100_approve_exactly_twenty(payer: Merchant) -> None:
+    assert _thirty_payouts([payer]) == Counter({"approved-": 20, "declined-116": 10})
+    assert available(payer) == "0.00"
+    assert ledger_check(payer) == LEDGER_OK
+
+
+@pytest.mark.backends("postgresql")
+def test_concurrent_payouts_spread_over_two_server_processes_approve_exactly_twenty(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    first, second = gateway_factory(), gateway_factory()
+    merchant = new_merchant(first, f"two-nodes-{uuid.uuid4().hex[:6]}")
+    credit(merchant, "100.00")
+    on_second = Merchant(second, merchant.login, merchant.control_key, merchant.endpoint_id)
+    assert _thirty_payouts([merchant, on_second]) == Counter({"approved-": 20, "declined-116": 10})
+    assert available(merchant) == "0.00"
+    assert ledger_check(merchant) == LEDGER_OK
+
+
+# --- destinations ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({**BANK, "iban": "GB83WEST12345698765432"}, "iban"),
+        ({**BANK, "bank_bic": "NWBKGB2"}, "bank_bic"),
+        ({**BANK, "iban": "", "routing_number": "011000016"}, "routing_number"),
+        ({**PHONE, "receiver_phone": "07911123456"}, "receiver_phone"),
+        ({**CARD, **EWALLET}, "ewallet"),
+        ({**EWALLET, "payout_method": "pigeon"}, "payout_method"),
+        ({**BANK, "payout_method": "phone"}, "payout_method"),
+        ({"order_desc": "nowhere"}, "payout_method"),
+        ({**CARD, "credit_card_number": "4111111111111112"}, "credit_card_number"),
+        ({**CARD, "expire_month": ""}, "expire_month"),
+    ],
+)
+def test_a_destination_that_is_not_right_is_refused_with_code_1_naming_the_field(
+    payer: Merchant, fields: dict[str, str], named: str
+) -> None:
+    status, code, message = refusal(payout(payer, fields))
+    assert (status, code) == (400, "1")
+    assert named in message
+    assert available(payer) == "100.00"
+
+
+def test_a_payout_to_a_card_reference_pays_the_card_it_names(payer: Merchant) -> None:
+    from tests.support.operations import approved_order
+
+    order = approved_order(payer, f"ref-{uuid.uuid4().hex[:6]}", amount="1.00")
+    ref = payer.gateway.post(
+        f"/api/v2/create-card-ref/{payer.endpoint_id}",
+        _card_ref_fields(payer, order),
+    ).json()["card-ref-id"]
+    status = outcome(payer, payout(payer, {"destination-card-ref-id": ref}, "10.00"))
+    assert (status["status"], status["last-four-digits"]) == ("approved", "1111")
+
+
+def _card_ref_fields(m: Merchant, order: str) -> dict[str, str]:
+    from tests.support.gateway import sha1
+
+    client_orderid = m.status(orderid=order).json()["merchant-order-id"]
+    return {
+        "login": m.login,
+        "client_orderid": client_orderid,
+        "orderid": order,
+        "control": sha1(m.login, client_orderid, order, m.control_key),
+    }
+
+
+def test_a_card_reference_of_another_merchant_pays_nothing(
+    payer: Merchant, make_merchant: Callable[..., Merchant]
+) -> None:
+    from tests.support.operations import approved_order
+
+    other = make_merchant()
+    order = approved_order(other, "theirs", amount="1.00")
+    ref = other.gateway.post(f"/api/v2/create-card-ref/{other.endpoint_id}", _card_ref_fields(other, order))
+    status, code, _ = refusal(payout(payer, {"destination-card-ref-id": ref.json()["card-ref-id"]}))
+    assert (status, code) == (400, "5")
+
+
+def test_no_full_account_or_phone_number_is_shown_in_status(payer: Merchant) -> None:
+    for destination, number in ((BANK, "GB82WEST12345698765432"), (PHONE, "447911123456"), (EWALLET, "7788991")):
+        status = outcome(payer, payout(payer, destination, "1.00"))
+        assert number not in str(status)
+
+
+# --- v4 and operators -----------------------------------------------------------------------------------------
+
+
+def test_the_v4_bank_payout_of_the_original_gateways_example_answers_its_payout_id(payer: Merchant) -> None:
+    register_key(payer.gateway, payer.login, key_pair()[1])
+    fields = [
+        ("client-order-id", f"v4-{uuid.uuid4().hex[:8]}"),
+        ("amount", "12.50"),
+        ("currency", "USD"),
+        ("order_desc", "Bank payout"),
+        ("account_number", "4400123456"),
+        ("bank_name", "Example Bank"),
+        ("bank_branch", "Main street"),
+        ("bank_province", "Ontario"),
+        ("bank_city", "Toronto"),
+        ("account_name", "Jane Doe"),
+    ]
+    url = f"{payer.gateway.base}/api/v4/payout/{payer.endpoint_id}"
+    answer = signed_post(url, fields, login=payer.login, private_key_pem=key_pair()[0], headers={})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["payout-id"] == body["paynet-order-id"]
+    assert payer.wait_final(body["payout-id"])["status"] == "approved"
+    assert available(payer) == "87.50"
+
+
+def test_an_operator_cannot_credit_a_merchant_with_live_endpoints(shared_gateway: Gateway) -> None:
+    live = new_merchant(shared_gateway, f"live-{uuid.uuid4().hex[:6]}", live=True)
+    done = cli_run(shared_gateway, "balance", "credit", "--merchant", live.login, "--currency", "USD",
+                   "--amount", "10.00", "--reason", "test")  # fmt: skip
+    assert done.returncode != 0
+    assert "live" in done.stderr
+
+
+def test_an_operator_cannot_debit_more_than_is_available(payer: Merchant) -> None:
+    done = cli_run(payer.gateway, "balance", "debit", "--merchant", payer.login, "--currency", "USD",
+                   "--amount", "100.01", "--reason", "test")  # fmt: skip
+    assert done.returncode != 0
+    assert available(payer) == "100.00"
+    payer.gateway.cli("balance", "debit", "--merchant", payer.login, "--currency", "USD", "--amount", "40.00",
+                      "--reason", "test")  # fmt: skip
+    assert available(payer) == "60.00"
+    assert ledger_check(payer) == LEDGER_OK

@@ -1,0 +1,47 @@
+"""``kassa serve --demo`` (``make serve``): a sandbox merchant ready to use, its banner telling what a
+merchant's developer needs, and sandbox money so that a first payout is approved."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from collections.abc import Callable
+
+from tests.support.gateway import Gateway
+from tests.support.oauth import signed_post
+
+
+def _banner(gateway: Gateway) -> str:
+    deadline = time.monotonic() + 10
+    while "endpoint id:" not in (text := gateway.log_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return text
+
+
+def test_the_demo_merchant_starts_with_a_sandbox_balance_that_a_payout_draws_on(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    gateway = gateway_factory("--demo")
+    banner = _banner(gateway)
+    assert "10000.00 USD available" in banner, banner
+    control_key = re.search(r"control key:\s+(\S+)", banner)
+    endpoint = re.search(r"endpoint id:\s+(\d+)", banner)
+    assert control_key and endpoint, banner
+    fields = {
+        "client_orderid": f"demo-{uuid.uuid4().hex[:8]}",
+        "amount": "25.00",
+        "currency": "USD",
+        "credit_card_number": "4111111111111111",
+        "expire_month": "12",
+        "expire_year": "2030",
+    }
+    url = f"{gateway.base}/api/v2/payout/{endpoint[1]}"
+    answer = signed_post(url, fields, login="demo", method="HMAC-SHA1", control_key=control_key[1])
+    assert answer.status_code == 200, answer.text
+    shown = gateway.cli("balance", "show", "--merchant", "demo")
+    deadline = time.monotonic() + 10
+    while shown[0]["reserved"] != "0.00" and time.monotonic() < deadline:
+        time.sleep(0.05)
+        shown = gateway.cli("balance", "show", "--merchant", "demo")
+    assert shown == [{"currency": "USD", "available": "9975.00", "reserved": "0.00"}]
