@@ -10,10 +10,10 @@ from sqlalchemy import Connection
 
 from kassa.clock import now_ms
 from kassa.domain.merchants import Mode
+from kassa.domain.money import currency, format_amount
 from kassa.runtime import open_store
 from kassa.settings import Settings
 from kassa.signing.control import control_of
-from kassa.domain.money import currency, format_amount
 from kassa.storage import balances, merchant_keys
 from kassa.storage import ledger as ledger_store
 from kassa.storage import merchants as merchant_store

@@ -85,7 +85,9 @@ def test_an_unknown_payout_method_is_refused_naming_payout_method() -> None:
 def test_a_payout_without_destination_fields_is_refused_naming_payout_method() -> None:
     error = refusal(kind_of, {"amount": "10.00", "first_name": "John"})
     assert error.field == "payout_method"
-    assert str(error) == "payout_method is required, or the fields of a card, bank account, e-wallet or phone destination"
+    assert (
+        str(error) == "payout_method is required, or the fields of a card, bank account, e-wallet or phone destination"
+    )
 
 
 def test_a_bank_account_keeps_its_fields() -> None:
