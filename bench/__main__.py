@@ -35,7 +35,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--scenarios",
         default=",".join(SCENARIOS),
-        help="comma-separated, of: core (sale, status), peer, e2e, bulk, scale, oauth "
+        help="comma-separated, of: core (sale, payout, status), peer, e2e, bulk, scale, oauth "
         "(default all; the ceiling always runs)",
     )
     parser.add_argument("--e2e-rate", type=float, default=1000, help="end to end: sales per second (default 1000)")

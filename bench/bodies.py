@@ -15,6 +15,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
+from kassa.api.schemas import CLIENT_ORDERID_MAX
 from kassa.signing import oauth
 
 SALE_AMOUNT = "10.42"
@@ -51,6 +52,26 @@ def sale_fields(merchant: MerchantKeys, client_orderid: str) -> dict[str, str]:
         "expire_year": "2030",
         "cvv2": "123",
         "control": control,
+    }
+
+
+def refused_fields(merchant: MerchantKeys) -> dict[str, str]:
+    """A sale's fields refused at the first one checked: a client_orderid one character too long."""
+    return sale_fields(merchant, "r" * (CLIENT_ORDERID_MAX + 1))
+
+
+def payout_fields(client_orderid: str) -> dict[str, str]:
+    """A payout to a card the sandbox approves (what ``oauth_bodies`` signs)."""
+    return {
+        "client_orderid": client_orderid,
+        "order_desc": "Benchmark payout",
+        "amount": SALE_AMOUNT,
+        "currency": "USD",
+        "ipaddress": "203.0.113.7",
+        "credit_card_number": "4111111111111111",
+        "card_printed_name": "Jane Doe",
+        "expire_month": "12",
+        "expire_year": "2030",
     }
 
 
@@ -119,14 +140,10 @@ def oauth_bodies(
     signer: OAuthSigner, url: str, prefix: str, count: int, fields: Sequence[dict[str, str]] = ()
 ) -> Iterator[str]:
     """``count`` bodies with distinct nonces ``{prefix}-{n}``, signed now: ``fields`` in turn, else
-    payout-like ones."""
+    payouts to a card with distinct client_orderids."""
     now = int(time.time())
     for n in range(count):
-        if fields:
-            signed = fields[n % len(fields)]
-        else:
-            signed = sale_fields(MerchantKeys(signer.login, signer.control_key, 0), f"{prefix}-{n}")
-            del signed["control"]  # the card fields of a payout to a card, signed with OAuth instead
+        signed = fields[n % len(fields)] if fields else payout_fields(f"{prefix}-{n}")
         yield signer.body(url, signed, f"{prefix}-{n}", now)
 
 

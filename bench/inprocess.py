@@ -3,9 +3,10 @@ fresh SQLite database, so its own cost per request shows without uvicorn's and t
 Logging is a deployment's: KASSA_LOG_LEVEL (INFO unless set), JSON lines to a file in the temporary
 data directory. With ``--profile``, the measured calls run again under cProfile. Run:
 ``python -m bench.inprocess status 20000 [--profile tottime]`` (or ``sale``, or ``floor-status``: the
-floor's status app, the least the same answer costs; or ``payout-form``, ``oauth-hmac``, ``oauth-rsa``: three
-operations without a handler that answer 501, the first once its body is read, the OAuth ones once their
-signature is verified and their nonce written, so the difference is what OAuth verification costs)."""
+floor's status app, the least the same answer costs; or ``refused``, ``oauth-hmac``, ``oauth-rsa``: one body
+refused at its first field, as a sale with no signature checked, as a payout once its HMAC-SHA1 signature is
+verified and its nonce written, as a v4 payout likewise with RSA-SHA256, so the difference is what OAuth
+verification costs)."""
 
 from __future__ import annotations
 
@@ -13,18 +14,20 @@ import argparse
 import asyncio
 import base64
 import cProfile
+import itertools
 import os
 import pstats
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
+from urllib.parse import urlencode
 
 import orjson
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from bench.bodies import MerchantKeys, OAuthSigner, oauth_bodies, sale_bodies, sale_body, status_body
+from bench.bodies import MerchantKeys, OAuthSigner, oauth_bodies, refused_fields, sale_body, status_body
 from bench.server import UNREACHED_RATE
 
 CONCURRENCY = 50
@@ -119,29 +122,31 @@ async def _kassa(kind: str, count: int) -> Workload:
 
 
 OAUTH_PATHS = {
-    "payout-form": "/api/v2/payout-form",
+    "refused": "/api/v2/sale",
     "oauth-hmac": "/api/v2/payout",
-    "oauth-rsa": "/api/v4/payout-check",
+    "oauth-rsa": "/api/v4/payout",
 }
 
 
 def _oauth_bodies(kind: str, services: Any, keys: MerchantKeys, path: str, count: int) -> Iterable[str]:
-    """Sale-sized bodies, each new (a nonce is accepted once): control-signed for payout-form, else signed
-    with OAuth, the RSA key registered first."""
+    """A sale-sized body refused at its first field: control-signed for the sale, else signed with OAuth
+    (the RSA key registered first), each with a nonce of its own (a nonce is accepted once)."""
     from kassa.clock import now_ms
     from kassa.domain.merchants import Mode
     from kassa.signing.rsa_keys import read_public_key
     from kassa.storage import merchant_keys
 
-    if kind == "payout-form":
-        return sale_bodies(keys, "run", 3 * count + 2000)
+    refused = refused_fields(keys)
+    if kind == "refused":
+        return itertools.repeat(urlencode(refused), 3 * count + 2000)
     private = None
     if kind == "oauth-rsa":
         private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         pem = private.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo).decode()
         services.db.write_sync(lambda conn: merchant_keys.add(conn, 1, Mode.SANDBOX, read_public_key(pem), now_ms()))
     signer = OAuthSigner(keys.login, keys.control_key, private)
-    return oauth_bodies(signer, f"http://127.0.0.1{path}", "run", 3 * count + 2000)
+    fields = [{k: v for k, v in refused.items() if k != "control"}]
+    return oauth_bodies(signer, f"http://127.0.0.1{path}", "run", 3 * count + 2000, fields)
 
 
 def _floor() -> Workload:

@@ -255,6 +255,9 @@ METHOD = """## What is measured
   after the minutes of generating it (server 80-89% busy, waiting on `pread`; 1.96-2.63x in three
   SQLite runs on 2026-11-23, 1.25x with the read first). The server is restarted after each step; the
   notes say how long generation and the read took. The target is the big p99 at most 1.5x the small one.
+- **payout** (issue 18): beside each sale row, payouts to a card signed with OAuth HMAC-SHA1 accepted on
+  an API-only server, on a merchant credited with sandbox money first: the nonce, card, order,
+  transaction, the reservation on the merchant's one balance row and the job, in one transaction.
 - **scale** (`bench/scale.py`): sale acceptance on PostgreSQL with `kassa serve --processes 1` and
   `--processes 2` (two forked processes sharing the port through `SO_REUSEPORT`, each with its own job
   worker and callback dispatcher), on a fresh database each. On this two-core machine the server
@@ -262,11 +265,11 @@ METHOD = """## What is measured
   CPU columns say where the cores went: *server CPU* sums the server processes (200% = both cores),
   *postgres CPU* the backends of the bench database. *server RSS* gives each server process. Targets: at
   least 1.7x the sales of one process, at most 150 MiB resident per process.
-- **oauth** (`Bench.oauth`, issue 17): what OAuth 1.0a verification costs a request. The payout rows have
-  no handler yet, so three rows on one API-only server all answer 501: `payout-form`, a control row
-  without a handler, answers once the body is read (no signature checked: the reference); `payout`
-  (HMAC-SHA1) and `payout-check` (RSA-SHA256, a 2048-bit key registered with `kassa key add`) once the
-  signature is verified and the nonce written to the database. Same sale-sized fields in all three; the
+- **oauth** (`Bench.oauth`, issue 17): what OAuth 1.0a verification costs a request. Three rows on one
+  API-only server send the same sale-sized body, refused at its first field (code 1: a `client_orderid`
+  one character too long): `sale`, control-signed, with no signature checked (the control is checked after
+  the fields: the reference); `payout` (HMAC-SHA1) and v4 `payout` (RSA-SHA256, a 2048-bit key registered
+  with `kassa key add`) once the signature is verified and the nonce written to the database. The
   OAuth bodies carry their `oauth_*` parameters in the body (the load generator replays bodies), each with
   a nonce of its own, signed just before its run. The nonces of requests that write nothing are written
   many per statement, those of one turn of the event loop together (`kassa/storage/nonce_book.py`). The three
@@ -290,7 +293,8 @@ METHOD = """## What is measured
   through a generated Lua script (`bench/wrk.py`) that reports percentiles and unexpected answers as JSON
   (and sends extra headers from a file when given one). Server on core 0, wrk on core 1 (`taskset`).
   PostgreSQL's own processes are not pinned: they share both cores with the rest.
-- **errors** counts non-200 answers (other than 501 on the oauth rows) plus socket errors and timeouts (10 s).
+- **errors** counts answers other than the row's expected status (200; 400 on the three oauth rows refused
+  at a field) plus socket errors and timeouts (10 s).
 - **server RSS** is VmRSS of the server process right after its run.
 - **server CPU** is the share of one core the server process used in the middle of the run (100% = CPU
   bound); **postgres CPU** that of the PostgreSQL backends connected to the bench database, together.

@@ -92,7 +92,7 @@ def cell(row: Row, rows: Sequence[Row]) -> str:
             else f"p99 <= {BULK_P99_FACTOR}x previous: {ratio:.2f}x, {_met(ratio <= BULK_P99_FACTOR)}"
         )
     if row.kind == "oauth-none":
-        return "reference of the OAuth 501 rows"
+        return "reference of the two OAuth rows refused at their first field"
     if row.kind == "cardref-v2":
         return "reference of the next row"
     if row.kind in OAUTH_REFERENCES:

@@ -269,3 +269,41 @@ def test_an_operator_cannot_debit_more_than_is_available(payer: Merchant) -> Non
                       "--reason", "test")  # fmt: skip
     assert available(payer) == "60.00"
     assert ledger_check(payer) == LEDGER_OK
+
+
+# --- callbacks and reconciliation -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("destination", "number"), [(BANK, "GB82WEST12345698765432"), (PHONE, "447911123456")])
+def test_a_payout_calls_back_its_outcome_with_no_account_or_phone_number(
+    payer: Merchant, destination: dict[str, str], number: str
+) -> None:
+    from tests.support.gateway import free_port
+    from tests.support.receiver import Receiver, running
+
+    with running(Receiver(free_port())) as receiver:
+        answer = payout(payer, destination, "2.00", server_callback_url=receiver.url)
+        orderid = answer.json()["paynet-order-id"]
+        [callback] = receiver.wait_for(1)
+    query = callback.query
+    assert (query["status"], query["type"], query["orderid"], query["amount"]) == (
+        "approved",
+        "payout",
+        orderid,
+        "2.00",
+    )
+    assert number not in str(query)
+
+
+def test_an_unknown_payout_keeps_its_reservation_until_reconciliation_approves_it(clock_gateway: Gateway) -> None:
+    merchant = new_merchant(clock_gateway, f"m-{uuid.uuid4().hex[:10]}")
+    credit(merchant, "100.00")
+    orderid = payout(merchant, {**BANK, "iban": "", "account_number": "4400217"}, "30.00").json()["paynet-order-id"]
+    assert merchant.wait_stage(orderid, leaving="payout_processing")["status"] == "unknown"
+    shown = clock_gateway.cli("balance", "show", "--merchant", merchant.login)
+    assert shown == [{"currency": "USD", "available": "70.00", "reserved": "30.00"}]
+    clock_gateway.advance(61)
+    assert merchant.wait_stage(orderid, leaving="payout_unknown")["status"] == "approved"
+    shown = clock_gateway.cli("balance", "show", "--merchant", merchant.login)
+    assert shown == [{"currency": "USD", "available": "70.00", "reserved": "0.00"}]
+    assert ledger_check(merchant) == LEDGER_OK

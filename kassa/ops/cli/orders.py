@@ -17,6 +17,7 @@ from kassa.storage import authentications as authentication_store
 from kassa.storage import ledger as ledger_store
 from kassa.storage import merchants as merchant_store
 from kassa.storage import orders as order_store
+from kassa.storage import payouts as payout_store
 
 
 @click.group()
@@ -34,13 +35,16 @@ def _amount_text(minor: int, currency: str) -> str:
 def order_show(order_id: int, as_json: bool) -> None:
     """One order with every transaction (card data masked)."""
 
-    def query(conn: Connection) -> tuple[order_store.OrderSnapshot | None, dict[int, Any]]:
+    def query(conn: Connection) -> tuple[order_store.OrderSnapshot | None, dict[int, Any], Any]:
         snapshot = order_store.order_by_id(conn, order_id)
         if snapshot is None:
-            return None, {}
-        return snapshot, {tx["id"]: authentication_store.of_transaction(conn, tx["id"]) for tx in snapshot.transactions}
+            return None, {}, None
+        authentications = {
+            tx["id"]: authentication_store.of_transaction(conn, tx["id"]) for tx in snapshot.transactions
+        }
+        return snapshot, authentications, payout_store.destination_of(conn, order_id)
 
-    snapshot, authentications = read(query)
+    snapshot, authentications, destination = read(query)
     if snapshot is None:
         raise click.ClickException(f"no order {order_id}")
     o, card = snapshot.order, snapshot.card
@@ -51,6 +55,7 @@ def order_show(order_id: int, as_json: bool) -> None:
         "amount": _amount_text(o["amount"], o["currency"]),
         "currency": o["currency"],
         "card": cards.mask_stored(card["bin"], card["last_four"], card["brand"]) if card else None,
+        "destination": {"type": destination["kind"], "account": destination["masked"]} if destination else None,
         "transactions": [_transaction_dict(tx, authentications.get(tx["id"])) for tx in snapshot.transactions],
     }
     lines = [f"order {o['id']} ({o['client_orderid']}) {data['amount']} {o['currency']} card {data['card']}"]
@@ -133,7 +138,7 @@ def ledger() -> None:
 @click.option("--merchant", "login", required=True)
 @json_option
 def ledger_balance(login: str, as_json: bool) -> None:
-    """Held, captured-unsettled and settled balance per currency."""
+    """Held, captured-unsettled, settled (available to pay out) and reserved (payouts in flight) per currency."""
 
     def query(conn: Connection) -> list[ledger_store.CurrencyBalance]:
         return ledger_store.merchant_balances(conn, merchant_store.merchant_id(conn, login))
@@ -145,11 +150,12 @@ def ledger_balance(login: str, as_json: bool) -> None:
             "held": _amount_text(b.held, b.currency),
             "captured_unsettled": _amount_text(b.captured, b.currency),
             "settled": _amount_text(b.settled, b.currency),
+            "reserved": _amount_text(b.reserved, b.currency),
         }
         for b in rows
     ]
-    lines = ["currency  held  captured-unsettled  settled"]
-    lines += [f"{d['currency']}  {d['held']}  {d['captured_unsettled']}  {d['settled']}" for d in data]
+    lines = ["currency  held  captured-unsettled  settled  reserved-for-payouts"]
+    lines += [f"{d['currency']}  {d['held']}  {d['captured_unsettled']}  {d['settled']}  {d['reserved']}" for d in data]
     emit(as_json, data, lines)
 
 
