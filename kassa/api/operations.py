@@ -340,7 +340,7 @@ OPERATIONS: tuple[Operation, ...] = (
         response=ASYNC,
         signing=OAuth.RSA_SHA256,
         fields=s.PAYOUT_FIELDS,
-        handler=None,
+        handler=payouts.payout_check,
         summary="Validate a payout destination and register the payout",
     ),
     Operation(
@@ -350,7 +350,7 @@ OPERATIONS: tuple[Operation, ...] = (
         response=ASYNC,
         signing=OAuth.RSA_SHA256,
         fields=s.PAYOUT_PAY_FIELDS,
-        handler=None,
+        handler=payouts.payout_pay,
         summary="Execute a payout registered by payout-check",
     ),
     Operation(

@@ -9,6 +9,7 @@ import orjson
 from sqlalchemy import Connection
 
 from kassa.domain.callbacks import callback_fields, destination
+from kassa.domain.transactions import TxType, reported
 from kassa.storage import callbacks as callback_store
 from kassa.storage.callbacks import CallbackLease, Due, Sender
 from kassa.storage.prepared import Record
@@ -33,7 +34,8 @@ def queue_callbacks(
     ``lease``, those that wait for no earlier callback are written leased, for its owner to deliver at once.
     Without a ``sender`` at hand, it is read only when there is a callback to send."""
     targets = [("notify", order["notify_url"])]
-    if tx["tx_type"] == order["tx_type"]:
+    # A two-step payout's pay reports to the server_callback_url its check named, as the one payout it is.
+    if reported(TxType(tx["tx_type"])) == reported(TxType(order["tx_type"])):
         targets.insert(0, ("server_callback", order["server_callback_url"]))
     targets = [(kind, url) for kind, url in targets if url]
     if not targets:

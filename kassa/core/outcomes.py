@@ -14,6 +14,7 @@ from kassa.processors.interface import Outcome
 from kassa.storage import jobs as job_queue
 from kassa.storage import ledger as ledger_store
 from kassa.storage import orders as order_store
+from kassa.storage import payouts as payout_store
 from kassa.storage.callbacks import CallbackLease, Sender
 from kassa.storage.jobs import Job, JobKind
 from kassa.storage.prepared import Record
@@ -37,6 +38,8 @@ def record(
         "processor_tx_id": outcome.processor_tx_id or tx["processor_tx_id"],
     }
     order_store.write_outcome(conn, transaction_id, changes, now_ms)
+    if outcome.recipient_name:
+        payout_store.set_recipient_name(conn, order["id"], outcome.recipient_name)
     if is_final(stage):
         tx_rule = rule(TxType(tx["tx_type"]))
         effect = tx_rule.on_approved if stage is Stage.APPROVED else tx_rule.on_failed

@@ -10,18 +10,21 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, insert
 
 from kassa.core import outcomes
+from kassa.core.followups import OrderRef, locked_order
 from kassa.core.outbox import NOTHING_QUEUED, Queued
 from kassa.domain import ledger
-from kassa.domain.lifecycle import Stage
-from kassa.domain.transactions import rule
+from kassa.domain.lifecycle import Stage, status_of
+from kassa.domain.orders import OrderRuleError, Refusal
+from kassa.domain.transactions import TxType, rule
 from kassa.processors.interface import Outcome
 from kassa.sandbox.acquirer import DECLINES
 from kassa.sandbox.triggers import Trigger
 from kassa.storage import jobs as job_queue
 from kassa.storage import ledger as ledger_store
 from kassa.storage import orders as order_store
-from kassa.storage.jobs import JobKind
+from kassa.storage.jobs import Job, JobKind, Lease
 from kassa.storage.orders import NewOrder, Started
+from kassa.storage.prepared import Record
 from kassa.storage.tables import payout_destinations
 
 NOT_COVERED = Outcome(
@@ -62,8 +65,47 @@ def open_payout(conn: Connection, new: NewOrder, destination: NewDestination | N
         conn.execute(insert(payout_destinations).values(order_id=order_id, **dataclasses.asdict(destination)))
     started = Started(order_id, new.endpoint_id, new.serial, new.request_fingerprint, True, tx_id)
     order = {"id": order_id, "merchant_id": new.merchant_id, "currency": new.currency}
-    reservation = ledger.posting(rule(new.tx_type).on_opened, new.amount, ledger.Balances(), multi_capture=False)
-    if not ledger_store.post_if_covered(conn, order, tx_id, reservation, new.now_ms):
+    if not _reserved(conn, order, new.tx_type, tx_id, new.amount, new.now_ms):
         return OpenedPayout(started, outcomes.record(conn, tx_id, NOT_COVERED, new.now_ms))
     job = job_queue.add(conn, JobKind.PROCESS, tx_id, run_at_ms=new.now_ms, now_ms=new.now_ms, lease=new.lease)
     return OpenedPayout(dataclasses.replace(started, job=job))
+
+
+def _reserved(conn: Connection, order: Record, tx_type: TxType, tx_id: int, amount: int, now_ms: int) -> bool:
+    """Whether what the transaction's acceptance takes from the available balance (nothing for a check)
+    was there, and is now reserved."""
+    reservation = ledger.posting(rule(tx_type).on_opened, amount, ledger.Balances(), multi_capture=False)
+    return not reservation or ledger_store.post_if_covered(conn, order, tx_id, reservation, now_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class Paid:
+    """payout-pay's answer: the payout transaction (made now, or by the first payout-pay of the order)."""
+
+    order_id: int
+    endpoint_id: int
+    serial: str
+    job: Job | None = None
+    queued: Queued = NOTHING_QUEUED
+
+
+def pay(conn: Connection, ref: OrderRef, serial: str, now_ms: int, lease: Lease | None) -> Paid:
+    """Adds the payout to an order payout-check registered, once its check was approved, reserving its
+    amount as a one-step payout does; a second call answers the first's payout (CONTRACT §13)."""
+    order = locked_order(conn, ref)
+    if TxType(order["tx_type"]) is not TxType.PAYOUT_CHECK:
+        raise OrderRuleError(Refusal.STATE, "the order is not a payout registered by payout-check")
+    check, *later = order_store.transactions_of(conn, order["id"])
+    if later:
+        return Paid(order["id"], order["endpoint_id"], later[0]["serial_number"])
+    if Stage(check["stage"]) is not Stage.APPROVED:
+        checked = status_of(Stage(check["stage"])).value
+        raise OrderRuleError(Refusal.STATE, f"the payout's check is {checked}: only an approved check is paid")
+    tx_id = order_store.insert_transaction(
+        conn, order["id"], TxType.PAYOUT, order["amount"], order["currency"], serial, now_ms
+    )
+    paid = Paid(order["id"], order["endpoint_id"], serial)
+    if not _reserved(conn, order, TxType.PAYOUT, tx_id, order["amount"], now_ms):
+        return dataclasses.replace(paid, queued=outcomes.record(conn, tx_id, NOT_COVERED, now_ms))
+    job = job_queue.add(conn, JobKind.PROCESS, tx_id, run_at_ms=now_ms, now_ms=now_ms, lease=lease)
+    return dataclasses.replace(paid, job=job)

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from kassa.domain import money, urls
 from kassa.domain.lifecycle import Stage, status_of
+from kassa.domain.transactions import TxType, reported
 from kassa.signing.control import CALLBACK, control_of
 
 
@@ -24,7 +25,7 @@ def callback_fields(
         "merchant_order": str(order["client_orderid"]),
         "client_orderid": str(order["client_orderid"]),
         "orderid": str(order["id"]),
-        "type": str(tx["tx_type"]),
+        "type": reported(TxType(str(tx["tx_type"]))),
         "amount": money.format_amount(int(str(tx["amount"])), cur),
         "currency": cur.code,
         "descriptor": descriptor,

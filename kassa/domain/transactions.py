@@ -24,6 +24,7 @@ class TxType(StrEnum):
     VOID = "void"
     ACCOUNT_VERIFICATION = "account-verification"
     PAYOUT = "payout"
+    PAYOUT_CHECK = "payout-check"  # reported as a payout (CONTRACT §6 knows no other type for it)
     TRANSFER = "transfer"
     PAN_ELIGIBILITY = "pan-eligibility"
     CHARGEBACK = "chargeback"
@@ -87,6 +88,7 @@ class TxRule:
     cardholder_present: bool = False  # the issuer may ask to authenticate the cardholder (3-D Secure)
     on_opened: Effect = Effect.NONE  # posted in the transaction that accepts it
     on_failed: Effect = Effect.NONE  # posted when it ends declined, filtered or in error
+    reported_as: str | None = None  # the transaction-type merchants see, when not the type's own name
 
     @property
     def moves_money(self) -> bool:
@@ -125,6 +127,9 @@ TX_RULES: Mapping[TxType, TxRule] = {
         on_opened=Effect.RESERVE,
         on_failed=Effect.UNRESERVE,
     ),
+    # payout-check: the destination checked, the order registered, no money moved (payout-pay adds the
+    # payout itself to the order).
+    TxType.PAYOUT_CHECK: TxRule("payout", Direction.NONE, Needs.DESTINATION, Effect.NONE, True, reported_as="payout"),
     TxType.TRANSFER: TxRule("transfer", Direction.OUT, Needs.CARD, Effect.NOT_BUILT, True),
     TxType.PAN_ELIGIBILITY: TxRule("pan_eligibility", Direction.NONE, Needs.CARD, Effect.NONE, True),
 }
@@ -140,6 +145,11 @@ def allowing(follow_up: FollowUp) -> frozenset[TxType]:
 
 
 SETTLING = frozenset(t for t, row in TX_RULES.items() if row.settles)
+
+
+def reported(tx_type: TxType) -> str:
+    """The ``transaction-type`` status and callbacks name (CONTRACT §6)."""
+    return TX_RULES[tx_type].reported_as or tx_type.value
 
 
 def order_stage(tx_type: TxType, stage: Stage) -> str:

@@ -51,6 +51,7 @@ class Outcome:
     approval_code: str | None = None
     processor_rrn: str | None = None
     processor_tx_id: str | None = None
+    recipient_name: str | None = None  # a payout check's: the receiver's name the scheme holds, masked
 
 
 class Processor(Protocol):

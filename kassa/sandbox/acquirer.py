@@ -4,6 +4,7 @@ without one, by the last three digits of the card number."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 from typing import assert_never
 
@@ -11,7 +12,7 @@ from kassa.domain import destinations
 from kassa.domain.destinations import BankAccount, EWallet, Phone
 from kassa.domain.lifecycle import Stage
 from kassa.domain.threeds_protocol import ThreeDSPath
-from kassa.domain.transactions import Needs, rule
+from kassa.domain.transactions import Needs, TxType, rule
 from kassa.processors.interface import Card, Instrument, Outcome, TransactionRequest
 from kassa.sandbox import issuer
 from kassa.sandbox.triggers import Trigger, trigger_of
@@ -37,7 +38,8 @@ class SandboxProcessor:
         if rule(request.tx_type).needs is Needs.NOTHING:  # on an authorization that exists: always accepted
             return _approved(processor_tx_id(request.order_id), request.serial)
         text, has_cvv = _trigger_text(request.instrument)
-        return decide(trigger_of(text), has_cvv, request.order_id, request.serial)
+        outcome = decide(trigger_of(text), has_cvv, request.order_id, request.serial)
+        return _with_name_check(request, outcome)
 
     async def three_ds_path(self, request: TransactionRequest) -> ThreeDSPath | None:
         if not (request.cardholder_present and rule(request.tx_type).cardholder_present):
@@ -51,6 +53,17 @@ class SandboxProcessor:
         """The sandbox acquirer settles every ``unknown`` to approved once asked (the delay before it
         is asked is the reconciliation job's schedule)."""
         return _approved(processor_tx_id(request.order_id), request.serial)
+
+
+def _with_name_check(request: TransactionRequest, outcome: Outcome) -> Outcome:
+    """A phone payout's check asks the instant payment scheme whose the number is: the sandbox's scheme
+    knows every number by the name the merchant sent, and answers it masked."""
+    phone = request.instrument
+    if not isinstance(phone, Phone) or request.tx_type is not TxType.PAYOUT_CHECK:
+        return outcome
+    if outcome.stage is not Stage.APPROVED:
+        return outcome
+    return dataclasses.replace(outcome, recipient_name=destinations.mask_name(phone.receiver_name))
 
 
 def _trigger_text(instrument: Instrument | None) -> tuple[str, bool]:

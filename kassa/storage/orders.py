@@ -543,6 +543,11 @@ def multi_capture_of(conn: Connection, order: Record) -> bool:
     return bool(conn.execute(select(endpoints.c.multi_capture).where(endpoints.c.id == order["endpoint_id"])).scalar())
 
 
+def transactions_of(conn: Connection, order_id: int) -> list[Record]:
+    """The order's transactions, first to last."""
+    return list(_TRANSACTIONS_OF.all(conn, {"order_id": order_id}))
+
+
 def order_state(conn: Connection, order: Record) -> OrderState:
     txs = _TRANSACTIONS_OF.all(conn, {"order_id": order["id"]})
     return _state(order, txs, multi_capture=multi_capture_of(conn, order))

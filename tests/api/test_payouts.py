@@ -307,3 +307,68 @@ def test_an_unknown_payout_keeps_its_reservation_until_reconciliation_approves_i
     shown = clock_gateway.cli("balance", "show", "--merchant", merchant.login)
     assert shown == [{"currency": "USD", "available": "70.00", "reserved": "0.00"}]
     assert ledger_check(merchant) == LEDGER_OK
+
+
+# --- payout-check then payout-pay (v4) --------------------------------------------------------------------------
+
+
+def _v4(m: Merchant, operation: str, fields: list[tuple[str, str]]) -> httpx.Response:
+    url = f"{m.gateway.base}/api/v4/{operation}/{m.endpoint_id}"
+    return signed_post(url, fields, login=m.login, private_key_pem=key_pair()[0], headers={})
+
+
+def check(m: Merchant, destination: dict[str, str], amount: str = "20.00") -> tuple[str, str, dict[str, str]]:
+    """A payout-check: its client_orderid, orderid and final status."""
+    register_key(m.gateway, m.login, key_pair()[1])
+    client_orderid = f"chk-{uuid.uuid4().hex[:8]}"
+    fields = [("client-order-id", client_orderid), ("amount", amount), ("currency", m.currency), *destination.items()]
+    answer = _v4(m, "payout-check", fields)
+    assert answer.status_code == 200, answer.text
+    orderid = answer.json()["paynet-order-id"]
+    return client_orderid, orderid, m.wait_final(orderid)
+
+
+def pay(m: Merchant, client_orderid: str, orderid: str) -> httpx.Response:
+    return _v4(m, "payout-pay", [("client_orderid", client_orderid), ("orderid", orderid), ("login", m.login)])
+
+
+def test_a_phone_payout_check_moves_no_money_and_shows_the_recipient_name_masked(payer: Merchant) -> None:
+    _, _, status = check(payer, PHONE)
+    shown = (status["status"], status["order-stage"], status["transaction-type"], status["recipient-name"])
+    assert shown == ("approved", "payout_approved", "payout", "J*** D**")
+    assert available(payer) == "100.00"
+
+
+def test_payout_pay_twice_pays_once_and_answers_the_same(payer: Merchant) -> None:
+    client_orderid, orderid, _ = check(payer, BANK)
+    first, second = pay(payer, client_orderid, orderid), pay(payer, client_orderid, orderid)
+    assert first.status_code == second.status_code == 200, first.text
+    assert first.json()["serial-number"] == second.json()["serial-number"]
+    status = payer.wait_final(orderid, by_request_sn=first.json()["serial-number"])
+    assert (status["status"], status["transaction-type"], status["amount"]) == ("approved", "payout", "20.00")
+    assert available(payer) == "80.00"
+    assert ledger_check(payer) == LEDGER_OK
+
+
+def test_payout_pay_after_a_failed_check_is_refused_with_code_6(payer: Merchant) -> None:
+    client_orderid, orderid, status = check(payer, {**BANK, "iban": "", "account_number": "4400209"})
+    assert status["status"] == "declined"
+    status_code, code, _ = refusal(pay(payer, client_orderid, orderid))
+    assert (status_code, code) == (400, "6")
+    assert available(payer) == "100.00"
+
+
+def test_payout_pay_beyond_the_balance_is_declined_with_116(payer: Merchant) -> None:
+    client_orderid, orderid, _ = check(payer, EWALLET, "150.00")
+    answer = pay(payer, client_orderid, orderid)
+    status = payer.wait_final(orderid, by_request_sn=answer.json()["serial-number"])
+    assert (status["status"], status["error-code"]) == ("declined", "116")
+
+
+def test_payout_pay_of_an_order_that_is_no_checked_payout_is_refused(payer: Merchant) -> None:
+    register_key(payer.gateway, payer.login, key_pair()[1])
+    one_step = payout(payer, CARD).json()
+    status_code, code, _ = refusal(pay(payer, one_step["merchant-order-id"], one_step["paynet-order-id"]))
+    assert (status_code, code) == (400, "6")
+    status_code, code, _ = refusal(pay(payer, "nothing", "999999999"))
+    assert (status_code, code) == (400, "5")

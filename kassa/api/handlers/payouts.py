@@ -11,8 +11,9 @@ import orjson
 from kassa.api.context import OperationRequest, Reply
 from kassa.api.errors import ApiError, Code, field_error
 from kassa.api.handlers.card_refs import usable_card
-from kassa.api.handlers.common import async_reply, serving_endpoint
+from kassa.api.handlers.common import async_reply, change_order, order_ref, serving_endpoint
 from kassa.api.handlers.payments import new_card, new_order
+from kassa.clock import now_ms
 from kassa.core import payouts
 from kassa.core.payouts import NewDestination
 from kassa.domain import destinations
@@ -24,11 +25,31 @@ from kassa.vault.keys import destination_context
 
 
 async def payout(req: OperationRequest) -> Reply:
+    return await _start(req, TxType.PAYOUT)
+
+
+async def payout_check(req: OperationRequest) -> Reply:
+    """v4's first step: the destination checked by the processor, the order registered, no money moved."""
+    return await _start(req, TxType.PAYOUT_CHECK)
+
+
+async def payout_pay(req: OperationRequest) -> Reply:
+    """v4's second step: the payout of an order payout-check registered and approved, made once."""
+    ref, now, lease = order_ref(req), now_ms(), req.services.job_lease()
+    paid = await change_order(req, lambda conn: payouts.pay(conn, ref, req.serial, now, lease))
+    if paid.job is not None and lease is not None:
+        req.services.hand_over(paid.job, lease)
+    else:
+        req.services.wake_workers(callbacks=paid.queued.count > 0)
+    return async_reply(paid.serial, ref.client_orderid, paid.order_id, paid.endpoint_id)
+
+
+async def _start(req: OperationRequest, tx_type: TxType) -> Reply:
     cur: Currency = req.values["currency"]
     endpoint = serving_endpoint(req.endpoint, cur.code)
     if problem := endpoint.amount_limit_problem(req.values["amount"]):
         raise ApiError(Code.AMOUNT, problem)
-    new = new_order(req, TxType.PAYOUT, endpoint.id, cur)
+    new = new_order(req, tx_type, endpoint.id, cur)
     try:
         kind = destinations.kind_of(req.form)
         destination = None if kind is Kind.CARD else _destination(req, kind)

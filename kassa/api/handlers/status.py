@@ -9,7 +9,7 @@ from kassa.clock import date_time_text
 from kassa.domain import money
 from kassa.domain.lifecycle import Stage, status_of
 from kassa.domain.threeds_protocol import Step
-from kassa.domain.transactions import Needs, TxType, order_stage, rule
+from kassa.domain.transactions import Needs, TxType, order_stage, reported, rule
 from kassa.pages.rendering import render_page
 from kassa.storage import authentications, browser_sessions
 from kassa.storage import orders as order_store
@@ -105,7 +105,7 @@ def _status_fields(req: OperationRequest, snapshot: OrderSnapshot, tx: Record) -
         "status": status_of(stage).value,
         "merchant-order-id": order["client_orderid"],
         "paynet-order-id": str(order["id"]),
-        "transaction-type": tx["tx_type"],
+        "transaction-type": reported(TxType(tx["tx_type"])),
         "order-stage": order_stage(TxType(tx["tx_type"]), stage),
         "amount": money.format_amount(tx["amount"], cur),
         "currency": cur.code,
