@@ -33,5 +33,6 @@ def test_many_sales_at_the_largest_amount_keep_the_ledger_commands_working(
         "held": "0.000",
         "captured_unsettled": "12000000000.000",
         "settled": "0.000",
+        "reserved": "0.000",
     }
     assert ledger_check(shop) == LEDGER_OK

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
-from kassa.domain.transactions import TX_RULES, Direction, FollowUp, Needs, TxType, allowing, rule
+from kassa.domain.transactions import TX_RULES, Direction, FollowUp, Needs, TxType, allowing, reported, rule
 
 
 def test_every_transaction_type_has_a_row() -> None:
     assert set(TX_RULES) == set(TxType)
 
 
-def test_stage_prefixes_are_distinct() -> None:
-    prefixes = [row.stage_prefix for row in TX_RULES.values()]
-    assert len(prefixes) == len(set(prefixes))
+def test_types_share_a_stage_prefix_exactly_when_they_are_reported_as_one_type() -> None:
+    for a, b in itertools.product(TX_RULES, repeat=2):
+        assert (rule(a).stage_prefix == rule(b).stage_prefix) == (reported(a) == reported(b)), (a, b)
 
 
 def test_only_a_preauth_order_can_be_captured_or_expire() -> None:

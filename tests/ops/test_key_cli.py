@@ -27,7 +27,8 @@ def pem_file(tmp_path: Path, text: str) -> str:
 
 
 def signed(m: Merchant, private: str) -> int:
-    """The HTTP status of a payout-check signed with ``private`` (501 once past the OAuth check)."""
+    """The HTTP status of a payout-check signed with ``private``: 400 once past the OAuth check (these
+    fields name no destination), 401 when the signature is refused."""
     address = f"{m.gateway.base}{PATH}/{m.endpoint_id}"
     return signed_post(address, {"client_orderid": "o-1"}, login=m.login, private_key_pem=private).status_code
 
@@ -46,7 +47,7 @@ def test_a_key_added_signs_at_once_and_a_revoked_one_from_the_next_request_on(sh
     )
     assert (added["merchant"], added["mode"], added["bits"], added["revoked_at"]) == (shop.login, "sandbox", 2048, None)
     assert len(added["fingerprint"]) == 64
-    assert signed(shop, private) == 501
+    assert signed(shop, private) == 400
     listed = shop.gateway.cli("key", "list", "--merchant", shop.login)
     assert [(k["id"], k["fingerprint"]) for k in listed] == [(added["id"], added["fingerprint"])]
     revoked = shop.gateway.cli("key", "revoke", str(added["id"]))
