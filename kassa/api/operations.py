@@ -52,6 +52,11 @@ PAYOUT_V4 = Response(
     "async-response",
     ("status", "merchant-order-id", "paynet-order-id", "end-point-id", "payout-id"),
 )
+TRANSFER_BY_REF = Response(
+    "TransferByRefResponse",
+    "async-response",
+    ("status", "merchant-order-id", "paynet-order-id", "end-point-id", "transaction-id"),
+)
 CARD_INFO = Response("CardInfoAsyncResponse", "get-card-info-response")
 STATUS = Response("StatusResponse", "status-response", _STATUS_FIELDS)
 RECURRING = Response(
@@ -67,6 +72,7 @@ ALIASES = {
     "paRes": "pares",
     "PaRes": "pares",
     "destination_card_ref_id": "destination-card-ref-id",
+    "sending_card_ref_id": "sending-card-ref-id",
 }
 
 
@@ -334,6 +340,16 @@ OPERATIONS: tuple[Operation, ...] = (
         summary="Payout in one step, signed as v4 (SPEC.md's bank payout example)",
     ),
     Operation(
+        path="/api/v4/transfer-by-ref",
+        code="TRANSFER_BY_REF_V4",
+        request_schema="TransferByRefRequest",
+        response=TRANSFER_BY_REF,
+        signing=OAuth.RSA_SHA256,
+        fields=s.TRANSFER_BY_REF_FIELDS,
+        handler=payouts.transfer_by_ref,
+        summary="Transfer from the merchant's balance to a card (SPEC.md's transfer by reference example)",
+    ),
+    Operation(
         path="/api/v4/payout-check",
         code="PAYOUT_V4_CHECK",
         request_schema="PayoutCheckRequest",
@@ -360,7 +376,7 @@ OPERATIONS: tuple[Operation, ...] = (
         response=ASYNC,
         signing=OAuth.RSA_SHA256,
         fields=s.TRANSFER_FIELDS,
-        handler=None,
+        handler=payouts.transfer,
         summary="Transfer from a card or the deposit to a card",
     ),
     Operation(
@@ -370,7 +386,7 @@ OPERATIONS: tuple[Operation, ...] = (
         response=ASYNC,
         signing=OAuth.HMAC_SHA1,
         fields=s.PAN_ELIGIBILITY_FIELDS,
-        handler=None,
+        handler=payouts.pan_eligibility,
         summary="Check that a card can send funds",
     ),
 )

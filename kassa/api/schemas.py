@@ -171,6 +171,16 @@ RECURRING_FIELDS = (
     *URLS,
 )  # fmt: skip
 PAYOUT_PAY_FIELDS = (CLIENT_ORDERID, ORDERID, LOGIN)
-PAN_ELIGIBILITY_FIELDS = (
-    CLIENT_ORDERID, Field("sending-card-ref-id", f.text(20)), Field("credit_card_number", f.card_number), *URLS,
+TRANSFER_BY_REF_FIELDS = (
+    CLIENT_ORDERID, ORDER_DESC, CURRENCY, AMOUNT, IPADDRESS,
+    Field("destination-card-no", f.card_number, False, "the card that receives the money"),
+    Field("destination-card-ref-id", f.text(20), False, "or a card reference of yours"),
+    *URLS,
 )  # fmt: skip
+PAN_ELIGIBILITY_FIELDS = (
+    CLIENT_ORDERID,
+    Field("sending-card-ref-id", f.text(20), False, "the card reference whose card would send funds"),
+    Field("credit_card_number", f.card_number, False, "or the card's number"),
+    Field("currency", f.currency_code, False, "ISO 4217 alpha-3; default: the endpoint's"),
+    *URLS,
+)

@@ -271,8 +271,17 @@ def mask_name(name: str) -> str:
     return " ".join(word[0] + "*" * (len(word) - 1) for word in name.split())
 
 
-Destination = BankAccount | EWallet | Phone
-_KINDS: dict[Kind, type[BankAccount] | type[EWallet] | type[Phone]] = {
+@dataclass(frozen=True, slots=True)
+class CardNumber:
+    """A card known by its number alone (transfer-by-ref's ``destination-card-no``, pan-eligibility's
+    card): no expiry is sent, so it is no stored card; the caller has checked the number (Luhn)."""
+
+    number: str
+
+
+Destination = BankAccount | EWallet | Phone | CardNumber
+_KINDS: dict[Kind, type[BankAccount] | type[EWallet] | type[Phone] | type[CardNumber]] = {
+    Kind.CARD: CardNumber,
     Kind.BANK: BankAccount,
     Kind.EWALLET: EWallet,
     Kind.PHONE: Phone,

@@ -25,6 +25,7 @@ class TxType(StrEnum):
     ACCOUNT_VERIFICATION = "account-verification"
     PAYOUT = "payout"
     PAYOUT_CHECK = "payout-check"  # reported as a payout (CONTRACT §6 knows no other type for it)
+    DEPOSIT_TRANSFER = "deposit-transfer"  # a transfer from the merchant's balance, reported as a transfer
     TRANSFER = "transfer"
     PAN_ELIGIBILITY = "pan-eligibility"
     CHARGEBACK = "chargeback"
@@ -130,6 +131,16 @@ TX_RULES: Mapping[TxType, TxRule] = {
     # payout-check: the destination checked, the order registered, no money moved (payout-pay adds the
     # payout itself to the order).
     TxType.PAYOUT_CHECK: TxRule("payout", Direction.NONE, Needs.DESTINATION, Effect.NONE, True, reported_as="payout"),
+    TxType.DEPOSIT_TRANSFER: TxRule(
+        "transfer",
+        Direction.OUT,
+        Needs.DESTINATION,
+        Effect.PAY_OUT,
+        True,
+        on_opened=Effect.RESERVE,
+        on_failed=Effect.UNRESERVE,
+        reported_as="transfer",
+    ),
     TxType.TRANSFER: TxRule("transfer", Direction.OUT, Needs.CARD, Effect.NOT_BUILT, True),
     TxType.PAN_ELIGIBILITY: TxRule("pan_eligibility", Direction.NONE, Needs.CARD, Effect.NONE, True),
 }

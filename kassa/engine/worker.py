@@ -125,7 +125,7 @@ class Worker(Consumer):
         if is_final(Stage(work.transaction["stage"])):
             await self.db.write(lambda conn: self._fenced(conn, job, _nothing_left))
             return None
-        if work.card is None and rule(TxType(work.transaction["tx_type"])).needs is Needs.DESTINATION:
+        if work.card is None and rule(TxType(work.transaction["tx_type"])).needs is not Needs.NOTHING:
             order_id = work.order["id"]
             found = await self.db.read_point(lambda conn: payout_store.destination_of(conn, order_id))
             return dataclasses.replace(work, destination=found)

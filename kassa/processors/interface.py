@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from kassa.domain.destinations import BankAccount, EWallet, Phone
+from kassa.domain.destinations import BankAccount, CardNumber, EWallet, Phone
 from kassa.domain.lifecycle import Stage
 from kassa.domain.threeds_protocol import ThreeDSPath
 from kassa.domain.transactions import TxType
@@ -27,7 +27,7 @@ class Card:
 
 # What a transaction can run on: a card, or where a payout goes. A processor's ``match`` over it ends in
 # ``assert_never``, so a new variant is handled everywhere before it type-checks.
-Instrument = Card | BankAccount | EWallet | Phone
+Instrument = Card | BankAccount | EWallet | Phone | CardNumber
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ import hashlib
 from typing import assert_never
 
 from kassa.domain import destinations
-from kassa.domain.destinations import BankAccount, EWallet, Phone
+from kassa.domain.destinations import BankAccount, CardNumber, EWallet, Phone
 from kassa.domain.lifecycle import Stage
 from kassa.domain.threeds_protocol import ThreeDSPath
 from kassa.domain.transactions import Needs, TxType, rule
@@ -75,7 +75,7 @@ def _trigger_text(instrument: Instrument | None) -> tuple[str, bool]:
             return cvv, True
         case Card(pan=pan):
             return pan[-3:], False
-        case BankAccount() | EWallet() | Phone():
+        case BankAccount() | EWallet() | Phone() | CardNumber():
             return destinations.trigger_digits(destinations.number_of(instrument)), False
         case _:
             assert_never(instrument)

@@ -55,7 +55,7 @@ async def account_verification_form(req: OperationRequest) -> Reply:
 
 async def start_card_order(req: OperationRequest, tx_type: TxType, *, hosted: bool = False) -> Reply:
     values = req.values
-    cur = _currency(req)
+    cur = order_currency(req)
     endpoint = serving_endpoint(req.endpoint, cur.code)
     problem = endpoint.amount_limit_problem(values["amount"]) if rule(tx_type).moves_money else None
     if problem:
@@ -82,8 +82,9 @@ async def open_order(req: OperationRequest, new: NewOrder) -> Reply:
     return reply
 
 
-def _currency(req: OperationRequest) -> Currency:
-    """The request's currency; an account verification may leave it to the endpoint."""
+def order_currency(req: OperationRequest) -> Currency:
+    """The request's currency; an account verification or a pan-eligibility check may leave it to the
+    endpoint."""
     if "currency" in req.values:
         cur: Currency = req.values["currency"]
         return cur

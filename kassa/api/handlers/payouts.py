@@ -12,14 +12,15 @@ from kassa.api.context import OperationRequest, Reply
 from kassa.api.errors import ApiError, Code, field_error
 from kassa.api.handlers.card_refs import usable_card
 from kassa.api.handlers.common import async_reply, change_order, order_ref, serving_endpoint
-from kassa.api.handlers.payments import new_card, new_order
-from kassa.clock import now_ms
-from kassa.core import payouts
+from kassa.api.handlers.payments import new_card, new_order, order_currency
+from kassa.clock import now_ms, today
+from kassa.core import payouts, rebills
 from kassa.core.payouts import NewDestination
-from kassa.domain import destinations
+from kassa.domain import cards, destinations
 from kassa.domain.destinations import DestinationError, Kind
 from kassa.domain.money import Currency
 from kassa.domain.transactions import TxType
+from kassa.storage import recurring as recurring_store
 from kassa.storage.orders import NewOrder
 from kassa.vault.keys import destination_context
 
@@ -64,6 +65,76 @@ async def payout_v4(req: OperationRequest) -> Reply:
     """v4's one-step payout: v2's, signed as v4, its answer naming the payout (``payout-id``)."""
     reply = await payout(req)
     return {**reply, "payout-id": reply["paynet-order-id"]}
+
+
+async def pan_eligibility(req: OperationRequest) -> Reply:
+    """Whether a card can send funds: asynchronous, its answer in status and callbacks; no money moves."""
+    cur = order_currency(req)
+    endpoint = serving_endpoint(req.endpoint, cur.code)
+    new = new_order(req, TxType.PAN_ELIGIBILITY, endpoint.id, cur)
+    if "sending-card-ref-id" in req.values:
+        stored = await usable_card(req, "sending-card-ref-id")
+        return await _open(req, dataclasses.replace(new, card_id=stored.card_id), None)
+    if "credit_card_number" in req.values:
+        return await _open(req, new, _card_number(req, req.values["credit_card_number"]))
+    raise field_error("credit_card_number", "or sending-card-ref-id is required")
+
+
+async def transfer_by_ref(req: OperationRequest) -> Reply:
+    """From the merchant's balance to a card, by number or by the merchant's card reference; the answer
+    names the transfer (``transaction-id``)."""
+    card_id = None
+    if "destination-card-no" not in req.values and "destination-card-ref-id" in req.values:
+        card_id = (await usable_card(req, "destination-card-ref-id")).card_id
+    reply = await _deposit_transfer(req, card_id)
+    return {**reply, "transaction-id": reply["paynet-order-id"]}
+
+
+async def transfer(req: OperationRequest) -> Reply:
+    """v4 transfer: from the merchant's balance (``deposit2card=true``) to a card, by number or by the
+    card of a recurring payment. From a source card it is not built yet (501)."""
+    if req.values.get("deposit2card") != "true":
+        message = "transfer from a source card is not implemented yet: only deposit2card=true is"
+        raise ApiError(Code.NOT_IMPLEMENTED, message, http_status=501)
+    card_id = None
+    field = "destination_card_recurring_payment_id"
+    if "destination-card-no" not in req.values and field in req.values:
+        card_id = await _recurring_card(req, field)
+    return await _deposit_transfer(req, card_id)
+
+
+async def _deposit_transfer(req: OperationRequest, card_id: int | None) -> Reply:
+    """A transfer from the merchant's balance (a payout, reported as a transfer) to ``card_id`` or to the
+    ``destination-card-no`` sent."""
+    cur: Currency = req.values["currency"]
+    endpoint = serving_endpoint(req.endpoint, cur.code)
+    if problem := endpoint.amount_limit_problem(req.values["amount"]):
+        raise ApiError(Code.AMOUNT, problem)
+    new = new_order(req, TxType.DEPOSIT_TRANSFER, endpoint.id, cur)
+    if card_id is not None:
+        return await _open(req, dataclasses.replace(new, card_id=card_id), None)
+    if "destination-card-no" not in req.values:
+        raise field_error("destination-card-no", "is required, or a destination card reference")
+    return await _open(req, new, _card_number(req, req.values["destination-card-no"]))
+
+
+async def _recurring_card(req: OperationRequest, field: str) -> int:
+    """The card of the merchant's recurring payment ``field`` names: code 5 when there is none."""
+    payment_id, merchant_id = int(req.values[field]), req.merchant_id
+    card = await req.services.db.read(lambda conn: recurring_store.card_of(conn, merchant_id, payment_id))
+    if card is None:
+        raise ApiError(Code.NOT_FOUND, f"no such recurring payment for this merchant ({field})")
+    if rebills.StoredCard.of(card, None).expired_by(today()):
+        raise field_error(field, "names a card that has expired")
+    return int(card["id"])
+
+
+def _card_number(req: OperationRequest, pan: str) -> NewDestination:
+    """A card known by its number alone, sealed like any destination, shown as BIN and last four."""
+    sealed = req.services.vault.encrypt(
+        orjson.dumps(destinations.CardNumber(pan)).decode(), destination_context(req.merchant_id)
+    )
+    return NewDestination(Kind.CARD.value, sealed, cards.mask_pan(pan))
 
 
 async def _to_card(req: OperationRequest, new: NewOrder) -> NewOrder:

@@ -1,0 +1,134 @@
+"""Transfers from the merchant's balance to a card (transfer-by-ref, and transfer with deposit2card=true)
+and pan-eligibility checks (CONTRACT §13), signed as merchants sign them (oauthlib's client): a transfer
+moves money as a payout does and is reported as a transfer; an eligibility check moves none."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+
+import httpx
+import pytest
+
+from tests.api.test_card_refs import card_ref_of
+from tests.api.test_payouts import available, credit
+from tests.support.cards import pan_ending
+from tests.support.gateway import Merchant
+from tests.support.oauth import key_pair, register_key, signed_post
+from tests.support.operations import LEDGER_OK, approved_order, ledger_check
+
+DESTINATION = "5555555555554444"
+
+
+@pytest.fixture
+def payer(make_merchant: Callable[..., Merchant]) -> Merchant:
+    """A sandbox merchant with 100.00 USD available and an RSA key for v4."""
+    merchant = make_merchant()
+    credit(merchant, "100.00")
+    register_key(merchant.gateway, merchant.login, key_pair()[1])
+    return merchant
+
+
+def v4(m: Merchant, operation: str, fields: list[tuple[str, str]]) -> httpx.Response:
+    url = f"{m.gateway.base}/api/v4/{operation}/{m.endpoint_id}"
+    return signed_post(url, fields, login=m.login, private_key_pem=key_pair()[0], headers={})
+
+
+def money(m: Merchant, amount: str) -> list[tuple[str, str]]:
+    return [
+        ("client-order-id", f"tr-{uuid.uuid4().hex[:8]}"),
+        ("amount", amount),
+        ("currency", m.currency),
+        ("order_desc", "Transfer"),
+    ]
+
+
+def final(m: Merchant, answer: httpx.Response) -> dict[str, str]:
+    assert answer.status_code == 200, answer.text
+    return m.wait_final(answer.json()["paynet-order-id"])
+
+
+def test_a_transfer_by_ref_to_a_card_number_pays_from_the_balance_and_names_its_transaction(payer: Merchant) -> None:
+    answer = v4(payer, "transfer-by-ref", [*money(payer, "12.34"), ("destination-card-no", DESTINATION)])
+    body = answer.json()
+    assert body["transaction-id"] == body["paynet-order-id"]
+    status = final(payer, answer)
+    shown = (status["status"], status["transaction-type"], status["order-stage"], status["destination-account"])
+    assert shown == ("approved", "transfer", "transfer_approved", "555555******4444")
+    assert available(payer) == "87.66"
+    assert ledger_check(payer) == LEDGER_OK
+
+
+def test_a_transfer_by_ref_to_a_card_reference_pays_its_card(payer: Merchant) -> None:
+    order = approved_order(payer, f"src-{uuid.uuid4().hex[:6]}", amount="1.00")
+    ref = card_ref_of(payer, payer.status(orderid=order).json()["merchant-order-id"], order)
+    status = final(payer, v4(payer, "transfer-by-ref", [*money(payer, "10.00"), ("destination-card-ref-id", ref)]))
+    assert (status["status"], status["last-four-digits"]) == ("approved", "1111")
+    assert available(payer) == "90.00"
+
+
+def test_a_transfer_beyond_the_balance_is_declined_with_116(payer: Merchant) -> None:
+    status = final(payer, v4(payer, "transfer-by-ref", [*money(payer, "100.01"), ("destination-card-no", DESTINATION)]))
+    assert (status["status"], status["error-code"]) == ("declined", "116")
+    assert available(payer) == "100.00"
+
+
+def test_a_transfer_by_ref_without_a_destination_names_destination_card_no(payer: Merchant) -> None:
+    answer = v4(payer, "transfer-by-ref", money(payer, "1.00"))
+    assert (answer.status_code, answer.json()["error-code"]) == (400, "1")
+    assert "destination-card-no" in answer.json()["error-message"]
+
+
+def test_a_transfer_from_the_deposit_pays_a_card_number_or_a_recurring_payments_card(payer: Merchant) -> None:
+    fields = [*money(payer, "5.00"), ("deposit2card", "true"), ("destination-card-no", DESTINATION)]
+    assert final(payer, v4(payer, "transfer", fields))["status"] == "approved"
+    order = approved_order(payer, f"src-{uuid.uuid4().hex[:6]}", amount="1.00")
+    client_orderid = payer.status(orderid=order).json()["merchant-order-id"]
+    tokenised = v4(payer, "create-card-ref", [("client_orderid", client_orderid), ("orderid", order)]).json()
+    fields = [
+        *money(payer, "7.00"),
+        ("deposit2card", "true"),
+        ("destination_card_recurring_payment_id", tokenised["recurring-payment-id"]),
+    ]
+    status = final(payer, v4(payer, "transfer", fields))
+    assert (status["status"], status["transaction-type"], status["last-four-digits"]) == (
+        "approved",
+        "transfer",
+        "1111",
+    )
+    assert available(payer) == "88.00"
+    assert ledger_check(payer) == LEDGER_OK
+
+
+def test_a_transfer_from_a_source_card_is_not_built_yet(payer: Merchant) -> None:
+    fields = [*money(payer, "5.00"), ("credit_card_number", "4111111111111111"), ("destination-card-no", DESTINATION)]
+    answer = v4(payer, "transfer", fields)
+    assert (answer.status_code, answer.json()["error-code"]) == (501, "501")
+
+
+# --- pan-eligibility -----------------------------------------------------------------------------------------
+
+
+def eligibility(m: Merchant, **fields: str) -> httpx.Response:
+    url = f"{m.gateway.base}/api/v2/pan-eligibility/send/{m.endpoint_id}"
+    body = {"client-order-id": f"pe-{uuid.uuid4().hex[:8]}", **fields}
+    return signed_post(url, body, login=m.login, method="HMAC-SHA1", control_key=m.control_key)
+
+
+@pytest.mark.parametrize(("ending", "outcome"), [("000", "approved"), ("119", "declined"), ("209", "declined")])
+def test_pan_eligibility_of_a_card_number_follows_the_sandbox_table(payer: Merchant, ending: str, outcome: str) -> None:
+    status = final(payer, eligibility(payer, credit_card_number=pan_ending(ending)))
+    assert (status["status"], status["transaction-type"]) == (outcome, "pan-eligibility")
+    assert available(payer) == "100.00"
+
+
+def test_pan_eligibility_of_a_card_reference(payer: Merchant) -> None:
+    order = approved_order(payer, f"src-{uuid.uuid4().hex[:6]}", amount="1.00")
+    ref = card_ref_of(payer, payer.status(orderid=order).json()["merchant-order-id"], order)
+    assert final(payer, eligibility(payer, **{"sending-card-ref-id": ref}))["status"] == "approved"
+
+
+def test_pan_eligibility_without_a_card_names_credit_card_number(payer: Merchant) -> None:
+    answer = eligibility(payer)
+    assert (answer.status_code, answer.json()["error-code"]) == (400, "1")
+    assert "credit_card_number" in answer.json()["error-message"]
