@@ -1,6 +1,8 @@
-"""Opening a payout (CONTRACT §13): its order, first transaction and destination, and the reservation of
-its amount from the merchant's available balance, in one database transaction. A payout the balance does
-not cover is declined at once with 116 and moves nothing; its order exists, with its callbacks."""
+"""Opening a payout (CONTRACT §13), or a transfer or eligibility check, which go somewhere as a payout
+does: its order, first transaction and destination, and the reservation of its amount from the
+merchant's available balance (for the types that take from it), in one database transaction. A payout
+the balance does not cover is declined at once with 116 and moves nothing; its order exists, with its
+callbacks."""
 
 from __future__ import annotations
 
@@ -63,6 +65,8 @@ def open_payout(conn: Connection, new: NewOrder, destination: NewDestination | N
     )
     if destination is not None:
         conn.execute(insert(payout_destinations).values(order_id=order_id, **dataclasses.asdict(destination)))
+    if new.cvv_ciphertext is not None:  # a card-to-card transfer's source card, until its authorization
+        order_store.keep_cvv(conn, tx_id, new.cvv_ciphertext)
     started = Started(order_id, new.endpoint_id, new.serial, new.request_fingerprint, True, tx_id)
     order = {"id": order_id, "merchant_id": new.merchant_id, "currency": new.currency}
     if not _reserved(conn, order, new.tx_type, tx_id, new.amount, new.now_ms):

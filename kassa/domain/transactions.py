@@ -47,6 +47,7 @@ class Needs(StrEnum):
     CARD = "card"  # the card sent with the request, collected by a hosted form, or stored for a rebill
     CARD_REF = "card-ref"  # a stored card named by reference, with no cardholder present
     DESTINATION = "destination"  # where a payout goes: a card, bank account, e-wallet or phone
+    CARD_TO_CARD = "card-to-card"  # a source card, as for a sale, and the card that receives the money
     NOTHING = "nothing"  # acts on the order's existing authorization
 
 
@@ -141,7 +142,9 @@ TX_RULES: Mapping[TxType, TxRule] = {
         on_failed=Effect.UNRESERVE,
         reported_as="transfer",
     ),
-    TxType.TRANSFER: TxRule("transfer", Direction.OUT, Needs.CARD, Effect.NOT_BUILT, True),
+    # From one card to another: the money passes through, nothing stays on the merchant's accounts. The
+    # source card's holder may be asked to authenticate (3-D Secure), as for a sale.
+    TxType.TRANSFER: TxRule("transfer", Direction.OUT, Needs.CARD_TO_CARD, Effect.NONE, True, cardholder_present=True),
     TxType.PAN_ELIGIBILITY: TxRule("pan_eligibility", Direction.NONE, Needs.CARD, Effect.NONE, True),
 }
 

@@ -26,7 +26,7 @@ from kassa.domain.lifecycle import Stage, is_final
 from kassa.domain.transactions import Needs, TxType, rule
 from kassa.engine.callbacks import CallbackDispatcher
 from kassa.engine.polling import Consumer
-from kassa.processors.interface import Card, Instrument, Outcome, Processor, TransactionRequest
+from kassa.processors.interface import Card, Outcome, Processor, TransactionRequest
 from kassa.storage import jobs as job_queue
 from kassa.storage import orders as order_store
 from kassa.storage import payouts as payout_store
@@ -125,7 +125,8 @@ class Worker(Consumer):
         if is_final(Stage(work.transaction["stage"])):
             await self.db.write(lambda conn: self._fenced(conn, job, _nothing_left))
             return None
-        if work.card is None and rule(TxType(work.transaction["tx_type"])).needs is not Needs.NOTHING:
+        needs = rule(TxType(work.transaction["tx_type"])).needs
+        if needs is Needs.CARD_TO_CARD or (work.card is None and needs is not Needs.NOTHING):
             order_id = work.order["id"]
             found = await self.db.read_point(lambda conn: payout_store.destination_of(conn, order_id))
             return dataclasses.replace(work, destination=found)
@@ -197,33 +198,42 @@ class Worker(Consumer):
             self.callbacks.wake()
 
     def _request(self, work: AuthorizationWork) -> TransactionRequest:
-        tx, card = work.transaction, work.card
-        instrument: Instrument | None = None
-        if work.destination is not None:
-            merchant_id = work.order["merchant_id"]
-            details = self.vault.decrypt(work.destination["details_ciphertext"], destination_context(merchant_id))
-            instrument = destinations.unsealed(work.destination["kind"], orjson.loads(details))
-        elif card is not None:
-            cvv = None
-            if work.cvv_ciphertext is not None:
-                cvv = self.vault.decrypt(work.cvv_ciphertext, cvv_context(tx["serial_number"]))
-            instrument = Card(
-                pan=self.vault.decrypt(card["pan_ciphertext"], pan_context(work.order["merchant_id"])),
-                exp_month=card["exp_month"],
-                exp_year=card["exp_year"],
-                holder_name=card["holder_name"],
-                cvv=cvv,
-            )
+        tx, card, destination = work.transaction, self._card(work), self._destination(work)
         return TransactionRequest(
             order_id=work.order["id"],
             serial=tx["serial_number"],
             tx_type=TxType(tx["tx_type"]),
             amount=tx["amount"],
             currency=tx["currency"],
-            instrument=instrument,
+            instrument=card or destination,
             # A rebill or a recurring charge: nobody is there to answer 3-D Secure.
             cardholder_present=work.order["card_ref_id"] is None and work.order["recurring_payment_id"] is None,
+            destination=destination if card else None,  # a card-to-card transfer's receiving card
         )
+
+    def _card(self, work: AuthorizationWork) -> Card | None:
+        """The order's card, opened, with the CVV kept for its authorization."""
+        card = work.card
+        if card is None:
+            return None
+        cvv = None
+        if work.cvv_ciphertext is not None:
+            cvv = self.vault.decrypt(work.cvv_ciphertext, cvv_context(work.transaction["serial_number"]))
+        return Card(
+            pan=self.vault.decrypt(card["pan_ciphertext"], pan_context(work.order["merchant_id"])),
+            exp_month=card["exp_month"],
+            exp_year=card["exp_year"],
+            holder_name=card["holder_name"],
+            cvv=cvv,
+        )
+
+    def _destination(self, work: AuthorizationWork) -> destinations.Destination | None:
+        """Where a payout or transfer goes when it is not (only) the order's card, opened."""
+        if work.destination is None:
+            return None
+        context = destination_context(work.order["merchant_id"])
+        details = self.vault.decrypt(work.destination["details_ciphertext"], context)
+        return destinations.unsealed(work.destination["kind"], orjson.loads(details))
 
     async def _after_failure(self, job: Job) -> None:
         if job.attempts < self.config.max_attempts:

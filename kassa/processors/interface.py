@@ -39,6 +39,7 @@ class TransactionRequest:
     currency: str
     instrument: Instrument | None  # None for follow-ups, which act on the order's authorization
     cardholder_present: bool = True  # False for a rebill: no 3-D Secure, nobody could answer it
+    destination: Instrument | None = None  # a card-to-card transfer's receiving card
 
 
 @dataclass(frozen=True, slots=True)

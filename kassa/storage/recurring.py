@@ -238,9 +238,10 @@ def charges_of(conn: Connection, payment_id: int) -> list[Record]:
 
 
 def card_of(conn: Connection, merchant_id: int, payment_id: int) -> Record | None:
-    """The card a recurring payment of ``merchant_id`` charges (``id``, ``exp_month``, ``exp_year``)."""
+    """The card a recurring payment of ``merchant_id`` charges (``id``, ``exp_month``, ``exp_year``, and
+    ``pan_ciphertext`` for a transfer that pays to it)."""
     query = (
-        select(cards.c.id, cards.c.exp_month, cards.c.exp_year)
+        select(cards.c.id, cards.c.exp_month, cards.c.exp_year, cards.c.pan_ciphertext)
         .select_from(recurring_payments.join(cards, cards.c.id == recurring_payments.c.card_id))
         .where(recurring_payments.c.id == payment_id, recurring_payments.c.merchant_id == merchant_id)
     )

@@ -100,10 +100,43 @@ def test_a_transfer_from_the_deposit_pays_a_card_number_or_a_recurring_payments_
     assert ledger_check(payer) == LEDGER_OK
 
 
-def test_a_transfer_from_a_source_card_is_not_built_yet(payer: Merchant) -> None:
-    fields = [*money(payer, "5.00"), ("credit_card_number", "4111111111111111"), ("destination-card-no", DESTINATION)]
-    answer = v4(payer, "transfer", fields)
-    assert (answer.status_code, answer.json()["error-code"]) == (501, "501")
+SOURCE = [("credit_card_number", "4111111111111111"), ("expire_month", "12"), ("expire_year", "2030")]
+
+
+@pytest.mark.parametrize(("cvv2", "outcome"), [("123", "approved"), ("111", "approved"), ("209", "declined")])
+def test_a_card_to_card_transfer_is_decided_as_a_sale_and_leaves_nothing_on_the_balance(
+    payer: Merchant, cvv2: str, outcome: str
+) -> None:
+    fields = [*money(payer, "40.00"), *SOURCE, ("cvv2", cvv2), ("destination-card-no", DESTINATION)]
+    status = final(payer, v4(payer, "transfer", fields))
+    shown = (status["status"], status["transaction-type"], status["last-four-digits"], status["destination-account"])
+    assert shown == (outcome, "transfer", "1111", "555555******4444")
+    assert available(payer) == "100.00"
+    assert ledger_check(payer) == LEDGER_OK
+
+
+def test_a_card_to_card_transfer_between_stored_cards(payer: Merchant) -> None:
+    order = approved_order(payer, f"src-{uuid.uuid4().hex[:6]}", amount="1.00")
+    client_orderid = payer.status(orderid=order).json()["merchant-order-id"]
+    payment = v4(payer, "create-card-ref", [("client_orderid", client_orderid), ("orderid", order)]).json()
+    payment_id = payment["recurring-payment-id"]
+    fields = [
+        *money(payer, "3.00"),
+        ("card_recurring_payment_id", payment_id),
+        ("destination_card_recurring_payment_id", payment_id),
+    ]
+    status = final(payer, v4(payer, "transfer", fields))
+    assert (status["status"], status["destination-account"]) == ("approved", "411111******1111")
+
+
+def test_a_card_to_card_transfer_needs_its_source_and_destination(payer: Merchant) -> None:
+    for fields, named in (
+        ([*money(payer, "1.00"), ("destination-card-no", DESTINATION)], "credit_card_number"),
+        ([*money(payer, "1.00"), *SOURCE, ("cvv2", "123")], "destination-card-no"),
+    ):
+        answer = v4(payer, "transfer", fields)
+        assert (answer.status_code, answer.json()["error-code"]) == (400, "1"), answer.text
+        assert answer.json()["error-message"].startswith(named)
 
 
 # --- pan-eligibility -----------------------------------------------------------------------------------------

@@ -173,6 +173,29 @@ def test_direct_sale_with_a_3ds_card_sends_the_customer_through_redirect_to(
     assert landed(page, shop, merchant_for_pages)["status"] == "approved"
 
 
+def test_a_card_to_card_transfer_passes_its_3ds_challenge_in_the_browser(
+    page: Page, merchant_for_pages: Merchant, shop: Receiver
+) -> None:
+    from tests.support.oauth import key_pair, register_key, signed_post
+
+    m = merchant_for_pages
+    register_key(m.gateway, m.login, key_pair()[1])
+    fields = {
+        "client_orderid": "tr-3ds", "amount": "15.00", "currency": m.currency, "redirect_url": shop.url + "/return",
+        "credit_card_number": "4111111111111111", "expire_month": "12", "expire_year": "2030", "cvv2": "321",
+        "destination-card-no": "5555555555554444",
+    }  # fmt: skip
+    url = f"{m.gateway.base}/api/v4/transfer/{m.endpoint_id}"
+    order = signed_post(url, fields, login=m.login, private_key_pem=key_pair()[0], headers={}).json()["paynet-order-id"]
+    step = m.wait_stage(order, leaving="transfer_processing")
+    page.set_content(step["html"])
+    expect(page.locator("#code-hint")).to_be_visible(timeout=15_000)
+    page.fill("#code", page.inner_text("#code-hint"))
+    page.click("#submit-code")
+    landed_status = landed(page, shop, m)
+    assert (landed_status["status"], landed_status["type"]) == ("approved", "transfer")
+
+
 def test_preauth_and_verification_forms(page: Page, merchant_for_pages: Merchant, shop: Receiver) -> None:
     pay(page, form_url(merchant_for_pages, "pa-1", shop, "preauth-form"))
     assert landed(page, shop, merchant_for_pages)["type"] == "preauth"

@@ -22,7 +22,8 @@ from kassa.domain.money import Currency
 from kassa.domain.transactions import TxType
 from kassa.storage import recurring as recurring_store
 from kassa.storage.orders import NewOrder
-from kassa.vault.keys import destination_context
+from kassa.storage.prepared import Record
+from kassa.vault.keys import destination_context, pan_context
 
 
 async def payout(req: OperationRequest) -> Reply:
@@ -90,17 +91,46 @@ async def transfer_by_ref(req: OperationRequest) -> Reply:
     return {**reply, "transaction-id": reply["paynet-order-id"]}
 
 
+_TO_PAYMENT = "destination_card_recurring_payment_id"
+_FROM_PAYMENT = "card_recurring_payment_id"
+
+
 async def transfer(req: OperationRequest) -> Reply:
-    """v4 transfer: from the merchant's balance (``deposit2card=true``) to a card, by number or by the
-    card of a recurring payment. From a source card it is not built yet (501)."""
-    if req.values.get("deposit2card") != "true":
-        message = "transfer from a source card is not implemented yet: only deposit2card=true is"
-        raise ApiError(Code.NOT_IMPLEMENTED, message, http_status=501)
-    card_id = None
-    field = "destination_card_recurring_payment_id"
-    if "destination-card-no" not in req.values and field in req.values:
-        card_id = await _recurring_card(req, field)
-    return await _deposit_transfer(req, card_id)
+    """v4 transfer to a card (by number, or the card of a recurring payment): from the merchant's balance
+    (``deposit2card=true``), else from a source card, sent or stored, whose holder may have to pass
+    3-D Secure as for a sale."""
+    if req.values.get("deposit2card") == "true":
+        card_id = None
+        if "destination-card-no" not in req.values and _TO_PAYMENT in req.values:
+            card_id = (await _recurring_card(req, _TO_PAYMENT))["id"]
+        return await _deposit_transfer(req, card_id)
+    cur: Currency = req.values["currency"]
+    endpoint = serving_endpoint(req.endpoint, cur.code)
+    if problem := endpoint.amount_limit_problem(req.values["amount"]):
+        raise ApiError(Code.AMOUNT, problem)
+    new = await _from_source_card(req, new_order(req, TxType.TRANSFER, endpoint.id, cur))
+    return await _open(req, new, await _receiving_card(req))
+
+
+async def _from_source_card(req: OperationRequest, new: NewOrder) -> NewOrder:
+    if _FROM_PAYMENT in req.values:
+        return dataclasses.replace(new, card_id=(await _recurring_card(req, _FROM_PAYMENT))["id"])
+    if "credit_card_number" not in req.values:
+        raise field_error("credit_card_number", f"is required (or {_FROM_PAYMENT}, or deposit2card=true)")
+    for field in ("expire_month", "expire_year"):
+        if field not in req.values:
+            raise field_error(field, "is required with credit_card_number")
+    return dataclasses.replace(new, card=new_card(req))
+
+
+async def _receiving_card(req: OperationRequest) -> NewDestination:
+    """The card a card-to-card transfer pays to, sealed as a destination whether sent or stored."""
+    if "destination-card-no" in req.values:
+        return _card_number(req, req.values["destination-card-no"])
+    if _TO_PAYMENT not in req.values:
+        raise field_error("destination-card-no", f"is required (or {_TO_PAYMENT})")
+    stored = await _recurring_card(req, _TO_PAYMENT)
+    return _card_number(req, req.services.vault.decrypt(stored["pan_ciphertext"], pan_context(req.merchant_id)))
 
 
 async def _deposit_transfer(req: OperationRequest, card_id: int | None) -> Reply:
@@ -118,7 +148,7 @@ async def _deposit_transfer(req: OperationRequest, card_id: int | None) -> Reply
     return await _open(req, new, _card_number(req, req.values["destination-card-no"]))
 
 
-async def _recurring_card(req: OperationRequest, field: str) -> int:
+async def _recurring_card(req: OperationRequest, field: str) -> Record:
     """The card of the merchant's recurring payment ``field`` names: code 5 when there is none."""
     payment_id, merchant_id = int(req.values[field]), req.merchant_id
     card = await req.services.db.read(lambda conn: recurring_store.card_of(conn, merchant_id, payment_id))
@@ -126,7 +156,7 @@ async def _recurring_card(req: OperationRequest, field: str) -> int:
         raise ApiError(Code.NOT_FOUND, f"no such recurring payment for this merchant ({field})")
     if rebills.StoredCard.of(card, None).expired_by(today()):
         raise field_error(field, "names a card that has expired")
-    return int(card["id"])
+    return card
 
 
 def _card_number(req: OperationRequest, pan: str) -> NewDestination:

@@ -42,7 +42,8 @@ async def status(req: OperationRequest) -> Reply:
         reply["by-request-sn"] = req.form["by-request-sn"]  # echoed as sent
     if Stage(tx["stage"]) in (Stage.THREE_D_METHOD, Stage.THREE_D_VALIDATING):
         reply.update(await _browser_step(req, tx))
-    if snapshot.card is None and rule(TxType(snapshot.order["tx_type"])).needs is not Needs.NOTHING:
+    needs = rule(TxType(snapshot.order["tx_type"])).needs
+    if needs is Needs.CARD_TO_CARD or (snapshot.card is None and needs is not Needs.NOTHING):
         reply.update(await _destination_fields(req, snapshot.order["id"]))
     return reply
 
