@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make fuzz`: schemathesis against the OpenAPI document that a fresh sandbox gateway serves, for
-# FUZZ_SECONDS (60 by default); fails on any server error (5xx, but the 501 of operations not built yet).
+# FUZZ_SECONDS (60 by default); fails on any server error (5xx).
 # The gateway runs on SQLite in a temporary directory, or on FUZZ_DATABASE_URL (an empty PostgreSQL
 # database) when set. Requests go to the demo merchant's endpoint, so that they pass the endpoint lookup
 # and reach field validation; they are not signed, so they end at the signature check at the latest.

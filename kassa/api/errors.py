@@ -18,7 +18,6 @@ class Code(IntEnum):
     REPLAY = 10
     RATE = 11
     INTERNAL = 500
-    NOT_IMPLEMENTED = 501
 
 
 class ApiError(Exception):

@@ -93,8 +93,6 @@ def _operation(op: Operation, id_name: str) -> dict[str, Any]:
             },
             **ref("ValidationErrorResponse"),
         }
-    if op.handler is None:
-        responses["501"] = {"description": "the operation is not implemented yet", **ref("ServerErrorResponse")}
     return {
         "operationId": f"{op.code}{'_GROUP' if id_name == 'endpointGroupId' else ''}",
         "summary": op.summary,

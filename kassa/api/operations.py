@@ -84,7 +84,7 @@ class Operation:
     response: Response
     signing: Signing
     fields: tuple[Field, ...]
-    handler: Handler | None  # None: answers 501 until it is built
+    handler: Handler
     summary: str
     # Capture and return without amount and currency: the original gateway's PHP client signs the
     # order's amount and currency anyway (``signatures.verify``).
@@ -223,7 +223,7 @@ OPERATIONS: tuple[Operation, ...] = (
         response=FORM_REDIRECT,
         signing=control.SALE_LIKE,
         fields=s.FORM_FIELDS,
-        handler=None,
+        handler=payouts.payout_form,
         summary="Payout on a hosted page",
     ),
     Operation(

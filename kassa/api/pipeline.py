@@ -106,8 +106,6 @@ async def _run(
     if isinstance(op.signing, OAuth):  # signed over the body as sent: before anything reads its fields
         nonce = PendingNonce(await signatures.check_oauth(op, endpoint, path_id, services, scope, headers, pairs))
     try:
-        if op.handler is None:  # after the OAuth check, so that a client can test its signing already
-            raise ApiError(Code.NOT_IMPLEMENTED, f"operation {op.code} is not implemented yet", http_status=501)
         values = validate(op.fields, form)
         order_signature = signatures.verify(op, endpoint, path_id, form, values)
         await _guard_callback_targets(endpoint, values)
@@ -123,7 +121,7 @@ async def _run(
         digest = idempotency.request_hash(scope["path"], signatures.idempotent_content(op, body, pairs))
         merchant_id = endpoint.merchant.id
         return await idempotency.run_once(services, merchant_id, idempotency.header_key(key), digest, produce)
-    finally:  # an answer that wrote nothing (a refusal, a kept answer, 501) spends the nonce alone
+    finally:  # an answer that wrote nothing (a refusal, a kept answer) spends the nonce alone
         if nonce is not None:
             await nonce.settle(services)
 
@@ -149,7 +147,6 @@ async def _answer_in_window(checked: OperationRequest, exchange: Exchange, windo
 
 
 async def _reply(checked: OperationRequest, exchange: Exchange) -> Answer:
-    assert checked.op.handler is not None
     try:
         fields = {"type": checked.op.response.type, **await checked.op.handler(checked)}
     finally:  # before the answer is kept for a key: a replay's must not be

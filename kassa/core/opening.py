@@ -50,15 +50,27 @@ def open_order(conn: Connection, new: NewOrder) -> Started:
     )
     if new.cvv_ciphertext is not None:
         order_store.keep_cvv(conn, tx_id, new.cvv_ciphertext)
-    started = Started(order_id, new.endpoint_id, new.serial, new.request_fingerprint, True, tx_id)
+    return next_step(conn, new, Started(order_id, new.endpoint_id, new.serial, new.request_fingerprint, True, tx_id))
+
+
+def next_step(conn: Connection, new: NewOrder, started: Started) -> Started:
+    """What follows an order's opening: its processing job, or a hosted form's session and deadline."""
     if new.form_ttl_ms is None:
-        job = job_queue.add(conn, JobKind.PROCESS, tx_id, run_at_ms=new.now_ms, now_ms=new.now_ms, lease=new.lease)
+        now, tx_id = new.now_ms, started.transaction_id
+        job = job_queue.add(conn, JobKind.PROCESS, tx_id, run_at_ms=now, now_ms=now, lease=new.lease)
         return dataclasses.replace(started, job=job)
-    assert new.form_token is not None, "a hosted form's order comes with its token"
-    kind, token = SessionKind.FORM, new.form_token
-    browser_sessions.open_session(conn, kind, order_id, tx_id, new.now_ms, new.form_ttl_ms, token)
     deadline = new.now_ms + new.form_ttl_ms
-    job_queue.add(conn, JobKind.SESSION_TIMEOUT, tx_id, run_at_ms=deadline, now_ms=new.now_ms)
+    job_queue.add(conn, JobKind.SESSION_TIMEOUT, started.transaction_id, run_at_ms=deadline, now_ms=new.now_ms)
+    return open_form(conn, new, started)
+
+
+def open_form(conn: Connection, new: NewOrder, started: Started) -> Started:
+    """The hosted form's session, behind ``new.form_token``."""
+    assert new.form_token is not None and new.form_ttl_ms is not None, "a hosted form's order comes with its token"
+    kind, token = SessionKind.FORM, new.form_token
+    browser_sessions.open_session(
+        conn, kind, started.order_id, started.transaction_id, new.now_ms, new.form_ttl_ms, token
+    )
     return dataclasses.replace(started, form_token=token)
 
 
@@ -68,7 +80,7 @@ def collect_card(
     order: Record,
     transaction_id: int,
     card: NewCard,
-    cvv_ciphertext: bytes,
+    cvv_ciphertext: bytes | None,
     now_ms: int,
     checkout_ttl_ms: int,
     checkout: SealedToken,
@@ -80,7 +92,8 @@ def collect_card(
         return False
     card_id = order_store.insert_card(conn, card, order["merchant_id"], now_ms)
     order_store.set_card(conn, order["id"], card_id)
-    order_store.keep_cvv(conn, transaction_id, cvv_ciphertext)
+    if cvv_ciphertext is not None:  # none for the card a payout pays to
+        order_store.keep_cvv(conn, transaction_id, cvv_ciphertext)
     job_queue.add(conn, JobKind.PROCESS, transaction_id, run_at_ms=now_ms, now_ms=now_ms)
     kind = SessionKind.CHECKOUT
     browser_sessions.open_session(conn, kind, order["id"], transaction_id, now_ms, checkout_ttl_ms, checkout)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, insert
 
-from kassa.core import outcomes
+from kassa.core import opening, outcomes
 from kassa.core.followups import OrderRef, locked_order
 from kassa.core.outbox import NOTHING_QUEUED, Queued
 from kassa.domain import ledger
@@ -70,9 +70,10 @@ def open_payout(conn: Connection, new: NewOrder, destination: NewDestination | N
     started = Started(order_id, new.endpoint_id, new.serial, new.request_fingerprint, True, tx_id)
     order = {"id": order_id, "merchant_id": new.merchant_id, "currency": new.currency}
     if not _reserved(conn, order, new.tx_type, tx_id, new.amount, new.now_ms):
-        return OpenedPayout(started, outcomes.record(conn, tx_id, NOT_COVERED, new.now_ms))
-    job = job_queue.add(conn, JobKind.PROCESS, tx_id, run_at_ms=new.now_ms, now_ms=new.now_ms, lease=new.lease)
-    return OpenedPayout(dataclasses.replace(started, job=job))
+        queued = outcomes.record(conn, tx_id, NOT_COVERED, new.now_ms)
+        # A payout form's page then shows the outcome and takes the recipient back to the merchant.
+        return OpenedPayout(opening.open_form(conn, new, started) if new.hosted else started, queued)
+    return OpenedPayout(opening.next_step(conn, new, started))
 
 
 def _reserved(conn: Connection, order: Record, tx_type: TxType, tx_id: int, amount: int, now_ms: int) -> bool:

@@ -17,7 +17,7 @@ from kassa.core.errors import NotWaiting
 from kassa.domain import cards, money
 from kassa.domain.callbacks import callback_fields
 from kassa.domain.lifecycle import Stage, is_final
-from kassa.domain.transactions import TxType, rule
+from kassa.domain.transactions import Direction, TxType, rule
 from kassa.pages.redirect import final_redirect
 from kassa.pages.rendering import render_page
 from kassa.pages.responses import form_fields, html, message, see_other
@@ -50,14 +50,17 @@ class Pages:
         context = await self._form_context(request)
         if context is None:
             return message(*GONE, status=410)
+        if is_final(Stage(context.transaction["stage"])):  # a payout the merchant's balance did not cover
+            return self._finish(context)
         return self._form(request, context, {}, {})
 
     async def submit_form(self, request: Request) -> Response:
         context = await self._form_context(request)
         fields = await form_fields(request)
-        if context is None or fields is None:
+        if context is None or fields is None or is_final(Stage(context.transaction["stage"])):
             return message(*GONE, status=410)
-        values, errors = _card_values(fields)
+        asks_cvv = _asks_cvv(context.order)
+        values, errors = _card_values(fields, asks_cvv=asks_cvv)
         if errors:
             return self._form(request, context, fields, errors, status=400)
         order, tx, vault = context.order, context.transaction, self.services.vault
@@ -70,7 +73,7 @@ class Pages:
             values["expire_year"],
             values["card_printed_name"],
         )
-        cvv = vault.encrypt(values["cvv2"], cvv_context(tx["serial_number"]))
+        cvv = vault.encrypt(values["cvv2"], cvv_context(tx["serial_number"])) if asks_cvv else None
         ttl_ms = int(self.services.settings.session_ttl_seconds * 1000)
         checkout_token, sealed = tokens.new_token(vault)
         collected = await self.services.db.write(
@@ -100,7 +103,7 @@ class Pages:
     ) -> Response:
         order = context.order
         amount = money.format_amount(order["amount"], money.currency(order["currency"]))
-        verify = not rule(TxType(order["tx_type"])).moves_money
+        button, footnote = _wording(TxType(order["tx_type"]), f"{amount} {order['currency']}")
         page = render_page(
             "form.html",
             action=str(request.url.path),
@@ -110,7 +113,9 @@ class Pages:
             order_desc=order["order_desc"],
             values=values,
             errors=errors,
-            button="Verify card" if verify else f"Pay {amount} {order['currency']}",
+            ask_cvv=_asks_cvv(order),
+            button=button,
+            footnote=footnote,
         )
         return html(page, status)
 
@@ -223,7 +228,20 @@ def _to_acs(base: str, token: str, context: BrowserContext) -> Response:
     return html(render_page("autopost.html", action=acs_url, fields=fields))
 
 
-def _card_values(fields: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+def _asks_cvv(order: Record) -> bool:
+    """A card that pays is asked for its security code; a card a payout pays to is not."""
+    return rule(TxType(order["tx_type"])).direction is not Direction.OUT
+
+
+def _wording(tx_type: TxType, amount: str) -> tuple[str, str]:
+    """The form's button and footnote."""
+    if tx_type is TxType.PAYOUT:
+        return f"Receive {amount}", "Enter the card the money is paid to; card data goes straight to the gateway."
+    footnote = "Card data goes straight to the payment gateway; the shop never sees it."
+    return ("Pay " + amount if rule(tx_type).moves_money else "Verify card"), footnote
+
+
+def _card_values(fields: dict[str, str], *, asks_cvv: bool = True) -> tuple[dict[str, Any], dict[str, str]]:
     """Checks the form again on the server (the browser's checks are a convenience, not a guarantee)."""
     values: dict[str, Any] = {}
     errors: dict[str, str] = {}
@@ -239,7 +257,7 @@ def _card_values(fields: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]
         errors["cc-exp"] = "This card has expired." if problem.field is None else "Enter the expiry as MM/YY."
     pan = str(values.get("credit_card_number", ""))
     cvv = fields.get("cc-csc", "").strip()
-    if not cards.cvv_valid(cvv, cards.brand_of(pan) if pan else None):
+    if asks_cvv and not cards.cvv_valid(cvv, cards.brand_of(pan) if pan else None):
         errors["cc-csc"] = "Enter the security code printed on the card."
     values["cvv2"] = cvv
     name = fields.get("cc-name", "").strip()

@@ -66,10 +66,6 @@ def test_hostile_field_values_never_make_a_server_error(
     value = data.draw(VALUES, label="value")
     answer = post(op, shop, body(op, shop, orderid, {name: value}))
     reply = answer.json()
-    if op.handler is None or answer.status_code == 501:  # a row, or a variant of one, not built yet
-        assert (answer.status_code, reply["type"]) == (501, "error")
-        assert "not implemented yet" in reply["error-message"]
-        return
     assert answer.status_code < 500, answer.text
     if reply["type"] != "validation-error" or reply["error-code"] != "1":
         return

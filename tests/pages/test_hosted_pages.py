@@ -196,6 +196,33 @@ def test_a_card_to_card_transfer_passes_its_3ds_challenge_in_the_browser(
     assert (landed_status["status"], landed_status["type"]) == ("approved", "transfer")
 
 
+def test_a_payout_form_takes_the_recipients_card_without_its_code_and_returns_to_the_shop(
+    page: Page, merchant_for_pages: Merchant, shop: Receiver
+) -> None:
+    from tests.api.test_payouts import available, credit
+
+    m = merchant_for_pages
+    credit(m, "100.00")
+    page.goto(form_url(m, "po-form", shop, "payout-form", amount="30.00"))
+    expect(page.locator("#pay")).to_have_text("Receive 30.00 USD")
+    assert page.locator("#cc-csc").count() == 0
+    page.fill("#cc-number", "5555 5555 5555 4444")
+    page.fill("#cc-name", "Jane Doe")
+    page.fill("#cc-exp", "12/30")
+    page.click("#pay")
+    fields = landed(page, shop, m)
+    assert (fields["status"], fields["type"], fields["last-four-digits"]) == ("approved", "payout", "4444")
+    assert available(m) == "70.00"
+
+
+def test_a_payout_form_the_balance_does_not_cover_returns_the_recipient_to_the_shop_declined(
+    page: Page, merchant_for_pages: Merchant, shop: Receiver
+) -> None:
+    page.goto(form_url(merchant_for_pages, "po-none", shop, "payout-form", amount="30.00"))
+    fields = landed(page, shop, merchant_for_pages)
+    assert (fields["status"], fields["error_code"]) == ("declined", "116")
+
+
 def test_preauth_and_verification_forms(page: Page, merchant_for_pages: Merchant, shop: Receiver) -> None:
     pay(page, form_url(merchant_for_pages, "pa-1", shop, "preauth-form"))
     assert landed(page, shop, merchant_for_pages)["type"] == "preauth"

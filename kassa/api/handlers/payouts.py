@@ -23,11 +23,23 @@ from kassa.domain.transactions import TxType
 from kassa.storage import recurring as recurring_store
 from kassa.storage.orders import NewOrder
 from kassa.storage.prepared import Record
+from kassa.vault import tokens
 from kassa.vault.keys import destination_context, pan_context
+from kassa.web import addresses
 
 
 async def payout(req: OperationRequest) -> Reply:
     return await _start(req, TxType.PAYOUT)
+
+
+async def payout_form(req: OperationRequest) -> Reply:
+    """A payout to a card the recipient types on the gateway's page (``pages/checkout``), its amount
+    reserved at once: beyond the balance it is declined, and the page shows so and returns to the shop."""
+    cur: Currency = req.values["currency"]
+    endpoint = serving_endpoint(req.endpoint, cur.code)
+    if problem := endpoint.amount_limit_problem(req.values["amount"]):
+        raise ApiError(Code.AMOUNT, problem)
+    return await _open(req, new_order(req, TxType.PAYOUT, endpoint.id, cur, hosted=True), None)
 
 
 async def payout_check(req: OperationRequest) -> Reply:
@@ -204,4 +216,7 @@ async def _open(req: OperationRequest, new: NewOrder, destination: NewDestinatio
         req.services.hand_over(started.job, new.lease)
     elif started.created:
         req.services.wake_workers(callbacks=opened.queued.count > 0)
-    return async_reply(started.serial, req.values["client_orderid"], started.order_id, started.endpoint_id)
+    reply = async_reply(started.serial, req.values["client_orderid"], started.order_id, started.endpoint_id)
+    if started.form_token is not None:  # this request's token, or the first's for a repeat
+        reply["redirect-url"] = addresses.form(req.base_url, tokens.open_token(req.services.vault, started.form_token))
+    return reply
