@@ -372,3 +372,34 @@ def test_payout_pay_of_an_order_that_is_no_checked_payout_is_refused(payer: Merc
     assert (status_code, code) == (400, "6")
     status_code, code, _ = refusal(pay(payer, "nothing", "999999999"))
     assert (status_code, code) == (400, "5")
+
+
+def test_a_payout_sent_twice_with_one_client_orderid_pays_once(payer: Merchant) -> None:
+    client_orderid = f"twice-{uuid.uuid4().hex[:8]}"
+    first = payout(payer, CARD, "25.00", client_orderid=client_orderid)
+    second = payout(payer, CARD, "25.00", client_orderid=client_orderid)
+    assert first.json()["paynet-order-id"] == second.json()["paynet-order-id"]
+    assert outcome(payer, first)["status"] == "approved"
+    assert available(payer) == "75.00"
+    different = payout(payer, CARD, "26.00", client_orderid=client_orderid)
+    assert refusal(different)[:2] == (400, "4")
+
+
+def test_a_payout_form_never_submitted_gives_its_reservation_back_when_it_expires(clock_gateway: Gateway) -> None:
+    from tests.support.gateway import sha1
+
+    merchant = new_merchant(clock_gateway, f"m-{uuid.uuid4().hex[:10]}")
+    credit(merchant, "100.00")
+    data = {
+        "client_orderid": "form-left", "amount": "30.00", "currency": "USD", "email": "r@example.com",
+        "redirect_url": "https://shop.example/return",
+    }  # fmt: skip
+    data["control"] = sha1(merchant.endpoint_id, "form-left", "3000", "r@example.com", merchant.control_key)
+    answer = clock_gateway.post(f"/api/v2/payout-form/{merchant.endpoint_id}", data).json()
+    assert answer["type"] == "async-form-response"
+    assert available(merchant) == "70.00"
+    clock_gateway.advance(1801)
+    status = merchant.wait_final(answer["paynet-order-id"])
+    assert (status["status"], status["transaction-type"]) == ("declined", "payout")
+    assert available(merchant) == "100.00"
+    assert ledger_check(merchant) == LEDGER_OK
