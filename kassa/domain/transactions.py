@@ -97,6 +97,21 @@ class TxRule:
         return self.direction is not Direction.NONE
 
 
+def _from_balance(stage_prefix: str, reported_as: str | None = None) -> TxRule:
+    """Money paid out of the merchant's balance: reserved when accepted, paid when approved, given back
+    when it fails."""
+    return TxRule(
+        stage_prefix,
+        Direction.OUT,
+        Needs.DESTINATION,
+        Effect.PAY_OUT,
+        True,
+        on_opened=Effect.RESERVE,
+        on_failed=Effect.UNRESERVE,
+        reported_as=reported_as,
+    )
+
+
 _CARD_ORDER = frozenset({FollowUp.VOID, FollowUp.RETURN, FollowUp.SETTLEMENT, FollowUp.CARD_REF})
 
 TX_RULES: Mapping[TxType, TxRule] = {
@@ -120,28 +135,11 @@ TX_RULES: Mapping[TxType, TxRule] = {
     TxType.VOID: TxRule("void", Direction.RELEASE, Needs.NOTHING, Effect.RELEASE_ALL),
     TxType.REVERSAL: TxRule("reversal", Direction.OUT, Needs.NOTHING, Effect.GIVE_BACK),
     TxType.CHARGEBACK: TxRule("chargeback", Direction.OUT, Needs.NOTHING, Effect.GIVE_BACK),
-    TxType.PAYOUT: TxRule(
-        "payout",
-        Direction.OUT,
-        Needs.DESTINATION,
-        Effect.PAY_OUT,
-        True,
-        on_opened=Effect.RESERVE,
-        on_failed=Effect.UNRESERVE,
-    ),
+    TxType.PAYOUT: _from_balance("payout"),
     # payout-check: the destination checked, the order registered, no money moved (payout-pay adds the
     # payout itself to the order).
     TxType.PAYOUT_CHECK: TxRule("payout", Direction.NONE, Needs.DESTINATION, Effect.NONE, True, reported_as="payout"),
-    TxType.DEPOSIT_TRANSFER: TxRule(
-        "transfer",
-        Direction.OUT,
-        Needs.DESTINATION,
-        Effect.PAY_OUT,
-        True,
-        on_opened=Effect.RESERVE,
-        on_failed=Effect.UNRESERVE,
-        reported_as="transfer",
-    ),
+    TxType.DEPOSIT_TRANSFER: _from_balance("transfer", reported_as="transfer"),
     # From one card to another: the money passes through, nothing stays on the merchant's accounts. The
     # source card's holder may be asked to authenticate (3-D Secure), as for a sale.
     TxType.TRANSFER: TxRule("transfer", Direction.OUT, Needs.CARD_TO_CARD, Effect.NONE, True, cardholder_present=True),
