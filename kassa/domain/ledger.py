@@ -59,10 +59,6 @@ def _move(source: Account, target: Account, amount: int) -> Posting:
     return [(source, -amount), (target, amount)] if amount else []
 
 
-class NoPostingRule(Exception):
-    """A transaction type whose approval has no posting rule yet (``Effect.NOT_BUILT``)."""
-
-
 def needs_balances(effect: Effect) -> bool:
     """Whether the posting depends on the order's balances (it moves money already on its accounts)."""
     return effect in _FROM_BALANCES
@@ -108,8 +104,6 @@ def posting(effect: Effect, amount: int, balances: Balances, *, multi_capture: b
             return _move(Account.RESERVED, Account.SETTLED, balances.reserved)
         case Effect.NONE:
             return []
-        case Effect.NOT_BUILT:
-            raise NoPostingRule(f"no posting rule for {effect}")
         case _:
             assert_never(effect)
 

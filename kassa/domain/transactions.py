@@ -75,7 +75,6 @@ class Effect(StrEnum):
     PAY_OUT = "pay-out"  # reserved → external
     UNRESERVE = "unreserve"  # reserved → settled: a payout that failed gives back what it reserved
     NONE = "none"  # nothing moves
-    NOT_BUILT = "not-built"  # no posting rule yet: refused rather than silently posting nothing
 
 
 @dataclass(frozen=True, slots=True)
