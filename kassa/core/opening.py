@@ -39,6 +39,13 @@ def open_order(conn: Connection, new: NewOrder) -> Started:
     before (the unique constraint tells): then nothing is written."""
     if conn.dialect.name == "postgresql" and new.card and new.cvv_ciphertext and not new.hosted:
         return order_store.insert_card_sale(conn, new, new.card)  # the same rows in one round trip
+    started = insert_rows(conn, new)
+    return next_step(conn, new, started) if started.created else started
+
+
+def insert_rows(conn: Connection, new: NewOrder) -> Started:
+    """The order's card, the order, its first transaction and the CVV kept for it; or, written nothing,
+    the order its ``client_orderid`` opened before (``created`` False)."""
     card_id = new.card_id
     if new.card is not None:
         card_id = order_store.insert_card(conn, new.card, new.merchant_id, new.now_ms)
@@ -50,7 +57,7 @@ def open_order(conn: Connection, new: NewOrder) -> Started:
     )
     if new.cvv_ciphertext is not None:
         order_store.keep_cvv(conn, tx_id, new.cvv_ciphertext)
-    return next_step(conn, new, Started(order_id, new.endpoint_id, new.serial, new.request_fingerprint, True, tx_id))
+    return Started(order_id, new.endpoint_id, new.serial, new.request_fingerprint, True, tx_id)
 
 
 def next_step(conn: Connection, new: NewOrder, started: Started) -> Started:

@@ -54,33 +54,28 @@ class OpenedPayout:
 def open_payout(conn: Connection, new: NewOrder, destination: NewDestination | None) -> OpenedPayout:
     """Opens the payout ``new`` describes (to its card, or to ``destination``), or finds the one its
     client_orderid opened before: then nothing is written."""
-    card_id = new.card_id
-    if new.card is not None:
-        card_id = order_store.insert_card(conn, new.card, new.merchant_id, new.now_ms)
-    order_id = order_store.insert_order(conn, new, card_id)
-    if order_id is None:
-        return OpenedPayout(order_store.started_before(conn, new, card_id if new.card is not None else None))
-    tx_id = order_store.insert_transaction(
-        conn, order_id, new.tx_type, new.amount, new.currency, new.serial, new.now_ms
-    )
+    started = opening.insert_rows(conn, new)
+    if not started.created:
+        return OpenedPayout(started)
+    order_id, tx_id = started.order_id, started.transaction_id
     if destination is not None:
         conn.execute(insert(payout_destinations).values(order_id=order_id, **dataclasses.asdict(destination)))
-    if new.cvv_ciphertext is not None:  # a card-to-card transfer's source card, until its authorization
-        order_store.keep_cvv(conn, tx_id, new.cvv_ciphertext)
-    started = Started(order_id, new.endpoint_id, new.serial, new.request_fingerprint, True, tx_id)
     order = {"id": order_id, "merchant_id": new.merchant_id, "currency": new.currency}
-    if not _reserved(conn, order, new.tx_type, tx_id, new.amount, new.now_ms):
-        queued = outcomes.record(conn, tx_id, NOT_COVERED, new.now_ms)
+    if (declined := _declined_uncovered(conn, order, new.tx_type, tx_id, new.amount, new.now_ms)) is not None:
         # A payout form's page then shows the outcome and takes the recipient back to the merchant.
-        return OpenedPayout(opening.open_form(conn, new, started) if new.hosted else started, queued)
+        return OpenedPayout(opening.open_form(conn, new, started) if new.hosted else started, declined)
     return OpenedPayout(opening.next_step(conn, new, started))
 
 
-def _reserved(conn: Connection, order: Record, tx_type: TxType, tx_id: int, amount: int, now_ms: int) -> bool:
-    """Whether what the transaction's acceptance takes from the available balance (nothing for a check)
-    was there, and is now reserved."""
+def _declined_uncovered(
+    conn: Connection, order: Record, tx_type: TxType, tx_id: int, amount: int, now_ms: int
+) -> Queued | None:
+    """Reserves what the transaction's acceptance takes from the available balance (nothing for a
+    check); when the balance does not cover it, the transaction is declined (116) instead: its callbacks."""
     reservation = ledger.posting(rule(tx_type).on_opened, amount, ledger.Balances(), multi_capture=False)
-    return not reservation or ledger_store.post_if_covered(conn, order, tx_id, reservation, now_ms)
+    if not reservation or ledger_store.post_if_covered(conn, order, tx_id, reservation, now_ms):
+        return None
+    return outcomes.record(conn, tx_id, NOT_COVERED, now_ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +105,7 @@ def pay(conn: Connection, ref: OrderRef, serial: str, now_ms: int, lease: Lease 
         conn, order["id"], TxType.PAYOUT, order["amount"], order["currency"], serial, now_ms
     )
     paid = Paid(order["id"], order["endpoint_id"], serial)
-    if not _reserved(conn, order, TxType.PAYOUT, tx_id, order["amount"], now_ms):
-        return dataclasses.replace(paid, queued=outcomes.record(conn, tx_id, NOT_COVERED, now_ms))
+    if (declined := _declined_uncovered(conn, order, TxType.PAYOUT, tx_id, order["amount"], now_ms)) is not None:
+        return dataclasses.replace(paid, queued=declined)
     job = job_queue.add(conn, JobKind.PROCESS, tx_id, run_at_ms=now_ms, now_ms=now_ms, lease=lease)
     return dataclasses.replace(paid, job=job)

@@ -91,6 +91,11 @@ class TxRule:
     on_failed: Effect = Effect.NONE  # posted when it ends declined, filtered or in error
     reported_as: str | None = None  # the transaction-type merchants see, when not the type's own name
 
+    def reads_destination(self, *, has_card: bool) -> bool:
+        """Whether the order keeps a destination (``payout_destinations``): a card-to-card transfer's
+        receiving card, or whatever else a transaction without a card pays to or checks."""
+        return self.needs is Needs.CARD_TO_CARD or (not has_card and self.needs is not Needs.NOTHING)
+
     @property
     def moves_money(self) -> bool:
         return self.direction is not Direction.NONE

@@ -23,7 +23,7 @@ from kassa.core import authentication, outcomes
 from kassa.core.outbox import Queued
 from kassa.domain import destinations
 from kassa.domain.lifecycle import Stage, is_final
-from kassa.domain.transactions import Needs, TxType, rule
+from kassa.domain.transactions import TxType, rule
 from kassa.engine.callbacks import CallbackDispatcher
 from kassa.engine.polling import Consumer
 from kassa.processors.interface import Card, Outcome, Processor, TransactionRequest
@@ -125,8 +125,7 @@ class Worker(Consumer):
         if is_final(Stage(work.transaction["stage"])):
             await self.db.write(lambda conn: self._fenced(conn, job, _nothing_left))
             return None
-        needs = rule(TxType(work.transaction["tx_type"])).needs
-        if needs is Needs.CARD_TO_CARD or (work.card is None and needs is not Needs.NOTHING):
+        if rule(TxType(work.transaction["tx_type"])).reads_destination(has_card=work.card is not None):
             order_id = work.order["id"]
             found = await self.db.read_point(lambda conn: payout_store.destination_of(conn, order_id))
             return dataclasses.replace(work, destination=found)

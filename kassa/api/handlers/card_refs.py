@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kassa.api.context import OperationRequest, Reply
 from kassa.api.errors import ApiError, Code, field_error
-from kassa.api.handlers.common import card_fields, change_order, order_ref, serving_endpoint
+from kassa.api.handlers.common import card_fields, change_order, order_ref, serving_within_limits
 from kassa.api.handlers.payments import new_order, open_order
 from kassa.clock import now_ms, today
 from kassa.core import followups, rebills, recurring
@@ -65,9 +65,7 @@ async def make_rebill(req: OperationRequest) -> Reply:
     """A new sale order on the stored card; the CVV, when sent, goes to the acquirer but starts no 3-D
     Secure: nobody is there to answer a challenge."""
     cur: Currency = req.values["currency"]
-    endpoint = serving_endpoint(req.endpoint, cur.code)
-    if problem := endpoint.amount_limit_problem(req.values["amount"]):
-        raise ApiError(Code.AMOUNT, problem)
+    endpoint = serving_within_limits(req, cur)
     stored = await usable_card(req)
     return await open_order(req, rebills.sale_on(new_order(req, TxType.SALE, endpoint.id, cur), stored))
 

@@ -13,6 +13,7 @@ from kassa.api.errors import ApiError, Code, field_error
 from kassa.core.errors import FieldMismatch, NoSuchOrder, NotWaiting, SignatureMismatch
 from kassa.core.followups import OrderRef
 from kassa.domain.merchants import Endpoint
+from kassa.domain.money import Currency
 from kassa.domain.orders import OrderRuleError, Refusal
 from kassa.storage.prepared import Record
 
@@ -47,6 +48,14 @@ def serving_endpoint(addressed: Endpoint, currency: str) -> Endpoint:
     endpoint = addressed.for_currency(currency)
     if endpoint is None:
         raise ApiError(Code.CURRENCY, f"currency {currency} is not served by endpoint {addressed.id}")
+    return endpoint
+
+
+def serving_within_limits(req: OperationRequest, cur: Currency) -> Endpoint:
+    """The endpoint that takes the request's ``amount`` in ``cur``, refused (code 7) beyond its limits."""
+    endpoint = serving_endpoint(req.endpoint, cur.code)
+    if problem := endpoint.amount_limit_problem(req.values["amount"]):
+        raise ApiError(Code.AMOUNT, problem)
     return endpoint
 
 

@@ -12,13 +12,13 @@ import orjson
 
 from kassa.api.context import OperationRequest, Reply
 from kassa.api.errors import ApiError, Code, field_error
-from kassa.api.handlers.common import async_reply, serving_endpoint
+from kassa.api.handlers.common import async_reply, serving_endpoint, serving_within_limits
 from kassa.clock import now_ms
 from kassa.core import opening
 from kassa.domain import money
 from kassa.domain.money import Currency
 from kassa.domain.transactions import TxType, rule
-from kassa.storage.orders import NewCard, NewOrder
+from kassa.storage.orders import NewCard, NewOrder, Started
 from kassa.vault import tokens
 from kassa.vault.keys import cvv_context
 from kassa.web import addresses
@@ -54,12 +54,10 @@ async def account_verification_form(req: OperationRequest) -> Reply:
 
 
 async def start_card_order(req: OperationRequest, tx_type: TxType, *, hosted: bool = False) -> Reply:
-    values = req.values
     cur = order_currency(req)
-    endpoint = serving_endpoint(req.endpoint, cur.code)
-    problem = endpoint.amount_limit_problem(values["amount"]) if rule(tx_type).moves_money else None
-    if problem:
-        raise ApiError(Code.AMOUNT, problem)
+    endpoint = (
+        serving_within_limits(req, cur) if rule(tx_type).moves_money else serving_endpoint(req.endpoint, cur.code)
+    )
     if hosted:
         return await open_order(req, new_order(req, tx_type, endpoint.id, cur, hosted=True))
     return await open_order(req, new_order(req, tx_type, endpoint.id, cur, card=new_card(req)))
@@ -69,12 +67,18 @@ async def open_order(req: OperationRequest, new: NewOrder) -> Reply:
     """Opens the new order (or finds the one its client_orderid started), hands its processing over and
     answers; for a hosted form, with the form's address."""
     started = await req.write(lambda conn: opening.open_order(conn, new))
+    return answer_opened(req, new, started, callbacks_queued=False)
+
+
+def answer_opened(req: OperationRequest, new: NewOrder, started: Started, *, callbacks_queued: bool) -> Reply:
+    """The answer to a request that opened ``new`` (or found the order its client_orderid opened): a
+    repeat with other fields is code 4; the processing job goes to its worker; a form's address."""
     if not started.created and started.request_fingerprint != new.request_fingerprint:
         raise ApiError(Code.DUPLICATE, "client_orderid was already used with different fields")
     if started.job is not None and new.lease is not None:
         req.services.hand_over(started.job, new.lease)
-    elif started.created:
-        req.services.wake_workers(callbacks=False)  # a new order has no callbacks yet: no empty claim
+    elif started.created:  # a new order has callbacks only when it was decided at once
+        req.services.wake_workers(callbacks=callbacks_queued)
     reply = async_reply(started.serial, req.values["client_orderid"], started.order_id, started.endpoint_id)
     if started.form_token is not None:  # this request's token, or the first's for a repeat
         token = tokens.open_token(req.services.vault, started.form_token)

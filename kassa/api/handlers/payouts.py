@@ -11,8 +11,8 @@ import orjson
 from kassa.api.context import OperationRequest, Reply
 from kassa.api.errors import ApiError, Code, field_error
 from kassa.api.handlers.card_refs import usable_card
-from kassa.api.handlers.common import async_reply, change_order, order_ref, serving_endpoint
-from kassa.api.handlers.payments import new_card, new_order, order_currency
+from kassa.api.handlers.common import async_reply, change_order, order_ref, serving_endpoint, serving_within_limits
+from kassa.api.handlers.payments import answer_opened, new_card, new_order, order_currency
 from kassa.clock import now_ms, today
 from kassa.core import payouts, rebills
 from kassa.core.payouts import NewDestination
@@ -23,9 +23,7 @@ from kassa.domain.transactions import TxType
 from kassa.storage import recurring as recurring_store
 from kassa.storage.orders import NewOrder
 from kassa.storage.prepared import Record
-from kassa.vault import tokens
 from kassa.vault.keys import destination_context, pan_context
-from kassa.web import addresses
 
 
 async def payout(req: OperationRequest) -> Reply:
@@ -36,9 +34,7 @@ async def payout_form(req: OperationRequest) -> Reply:
     """A payout to a card the recipient types on the gateway's page (``pages/checkout``), its amount
     reserved at once: beyond the balance it is declined, and the page shows so and returns to the shop."""
     cur: Currency = req.values["currency"]
-    endpoint = serving_endpoint(req.endpoint, cur.code)
-    if problem := endpoint.amount_limit_problem(req.values["amount"]):
-        raise ApiError(Code.AMOUNT, problem)
+    endpoint = serving_within_limits(req, cur)
     return await _open(req, new_order(req, TxType.PAYOUT, endpoint.id, cur, hosted=True), None)
 
 
@@ -60,9 +56,7 @@ async def payout_pay(req: OperationRequest) -> Reply:
 
 async def _start(req: OperationRequest, tx_type: TxType) -> Reply:
     cur: Currency = req.values["currency"]
-    endpoint = serving_endpoint(req.endpoint, cur.code)
-    if problem := endpoint.amount_limit_problem(req.values["amount"]):
-        raise ApiError(Code.AMOUNT, problem)
+    endpoint = serving_within_limits(req, cur)
     new = new_order(req, tx_type, endpoint.id, cur)
     try:
         kind = destinations.kind_of(req.form)
@@ -117,9 +111,7 @@ async def transfer(req: OperationRequest) -> Reply:
             card_id = (await _recurring_card(req, _TO_PAYMENT))["id"]
         return await _deposit_transfer(req, card_id)
     cur: Currency = req.values["currency"]
-    endpoint = serving_endpoint(req.endpoint, cur.code)
-    if problem := endpoint.amount_limit_problem(req.values["amount"]):
-        raise ApiError(Code.AMOUNT, problem)
+    endpoint = serving_within_limits(req, cur)
     new = await _from_source_card(req, new_order(req, TxType.TRANSFER, endpoint.id, cur))
     return await _open(req, new, await _receiving_card(req))
 
@@ -129,6 +121,11 @@ async def _from_source_card(req: OperationRequest, new: NewOrder) -> NewOrder:
         return dataclasses.replace(new, card_id=(await _recurring_card(req, _FROM_PAYMENT))["id"])
     if "credit_card_number" not in req.values:
         raise field_error("credit_card_number", f"is required (or {_FROM_PAYMENT}, or deposit2card=true)")
+    return _with_card_sent(req, new)
+
+
+def _with_card_sent(req: OperationRequest, new: NewOrder) -> NewOrder:
+    """``new`` with the card fields sent, whose expiry these operations do not require on their own."""
     for field in ("expire_month", "expire_year"):
         if field not in req.values:
             raise field_error(field, "is required with credit_card_number")
@@ -149,9 +146,7 @@ async def _deposit_transfer(req: OperationRequest, card_id: int | None) -> Reply
     """A transfer from the merchant's balance (a payout, reported as a transfer) to ``card_id`` or to the
     ``destination-card-no`` sent."""
     cur: Currency = req.values["currency"]
-    endpoint = serving_endpoint(req.endpoint, cur.code)
-    if problem := endpoint.amount_limit_problem(req.values["amount"]):
-        raise ApiError(Code.AMOUNT, problem)
+    endpoint = serving_within_limits(req, cur)
     new = new_order(req, TxType.DEPOSIT_TRANSFER, endpoint.id, cur)
     if card_id is not None:
         return await _open(req, dataclasses.replace(new, card_id=card_id), None)
@@ -184,10 +179,7 @@ async def _to_card(req: OperationRequest, new: NewOrder) -> NewOrder:
     if "destination-card-ref-id" in req.values:
         stored = await usable_card(req, "destination-card-ref-id")
         return dataclasses.replace(new, card_id=stored.card_id)
-    for field in ("expire_month", "expire_year"):
-        if field not in req.values:
-            raise field_error(field, "is required with credit_card_number")
-    return dataclasses.replace(new, card=new_card(req))
+    return _with_card_sent(req, new)
 
 
 def _destination(req: OperationRequest, kind: Kind) -> NewDestination:
@@ -209,14 +201,4 @@ def _destination(req: OperationRequest, kind: Kind) -> NewDestination:
 
 async def _open(req: OperationRequest, new: NewOrder, destination: NewDestination | None) -> Reply:
     opened = await req.write(lambda conn: payouts.open_payout(conn, new, destination))
-    started = opened.started
-    if not started.created and started.request_fingerprint != new.request_fingerprint:
-        raise ApiError(Code.DUPLICATE, "client_orderid was already used with different fields")
-    if started.job is not None and new.lease is not None:
-        req.services.hand_over(started.job, new.lease)
-    elif started.created:
-        req.services.wake_workers(callbacks=opened.queued.count > 0)
-    reply = async_reply(started.serial, req.values["client_orderid"], started.order_id, started.endpoint_id)
-    if started.form_token is not None:  # this request's token, or the first's for a repeat
-        reply["redirect-url"] = addresses.form(req.base_url, tokens.open_token(req.services.vault, started.form_token))
-    return reply
+    return answer_opened(req, new, opened.started, callbacks_queued=opened.queued.count > 0)

@@ -9,7 +9,7 @@ from typing import Any
 from kassa.api.context import OperationRequest, Reply
 from kassa.api.errors import ApiError, Code, field_error
 from kassa.api.handlers.card_refs import usable_card
-from kassa.api.handlers.common import serving_endpoint
+from kassa.api.handlers.common import serving_within_limits
 from kassa.api.handlers.payments import new_card, request_fingerprint
 from kassa.clock import now_ms
 from kassa.core import recurring
@@ -24,9 +24,7 @@ _CARD_FIELDS = ("credit_card_number", "expire_month", "expire_year")
 async def create_recurring_payment(req: OperationRequest) -> Reply:
     values = req.values
     cur: Currency = values["currency"]
-    endpoint = serving_endpoint(req.endpoint, cur.code)
-    if problem := endpoint.amount_limit_problem(values["amount"]):
-        raise ApiError(Code.AMOUNT, problem)
+    endpoint = serving_within_limits(req, cur)
     _check_card_fields(req.values)
     now = now_ms()
     schedule = _schedule(req.values, now)

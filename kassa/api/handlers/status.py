@@ -9,7 +9,7 @@ from kassa.clock import date_time_text
 from kassa.domain import money
 from kassa.domain.lifecycle import Stage, status_of
 from kassa.domain.threeds_protocol import Step
-from kassa.domain.transactions import Needs, TxType, order_stage, reported, rule
+from kassa.domain.transactions import TxType, order_stage, reported, rule
 from kassa.pages.rendering import render_page
 from kassa.storage import authentications, browser_sessions
 from kassa.storage import orders as order_store
@@ -42,8 +42,7 @@ async def status(req: OperationRequest) -> Reply:
         reply["by-request-sn"] = req.form["by-request-sn"]  # echoed as sent
     if Stage(tx["stage"]) in (Stage.THREE_D_METHOD, Stage.THREE_D_VALIDATING):
         reply.update(await _browser_step(req, tx))
-    needs = rule(TxType(snapshot.order["tx_type"])).needs
-    if needs is Needs.CARD_TO_CARD or (snapshot.card is None and needs is not Needs.NOTHING):
+    if rule(TxType(snapshot.order["tx_type"])).reads_destination(has_card=snapshot.card is not None):
         reply.update(await _destination_fields(req, snapshot.order["id"]))
     return reply
 
