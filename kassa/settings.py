@@ -151,6 +151,15 @@ def networks(text: str) -> tuple[str, ...]:
     return tuple(found)
 
 
+def listen_address(text: str) -> tuple[str, int]:
+    """``host:port`` (``[::1]:8081`` for IPv6)."""
+    host, colon, port = text.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not colon or not host or any(c.isspace() for c in host) or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError("must be HOST:PORT, such as 127.0.0.1:8081")
+    return host, int(port)
+
+
 def base64_key(text: str) -> str:
     master_key(text)  # the vault's own rule, so the two cannot drift apart
     return text
@@ -444,6 +453,32 @@ class Settings:
         "16384",
         integer(1024, 1048576),
         "largest request head (request line and headers); a larger one is answered 431 and closed",
+    )
+    console: tuple[str, int] | None = setting(
+        "KASSA_CONSOLE",
+        "",
+        optional(listen_address),
+        "`HOST:PORT` of the operator console's own listener (never the API's); empty: no console, except "
+        "`kassa serve --demo` (`make serve`), which opens it at `127.0.0.1:8081`",
+        shown_default="empty",
+    )
+    console_idle_minutes: float = setting(
+        "KASSA_CONSOLE_IDLE_MINUTES", "30", _SECONDS, "minutes a console session lasts without a request"
+    )
+    console_session_hours: float = setting(
+        "KASSA_CONSOLE_SESSION_HOURS", "12", _SECONDS, "hours a console session lasts at most, busy or not"
+    )
+    console_lockout_attempts: int = setting(
+        "KASSA_CONSOLE_LOCKOUT_ATTEMPTS",
+        "5",
+        integer(1, 100),
+        "failed console sign-ins in a row that lock the operator out",
+    )
+    console_lockout_minutes: float = setting(
+        "KASSA_CONSOLE_LOCKOUT_MINUTES",
+        "15",
+        _SECONDS,
+        "minutes a locked-out operator waits (or an admin resets the password)",
     )
     log_level: str = setting(
         "KASSA_LOG_LEVEL",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import secrets
 from dataclasses import dataclass
 
@@ -9,18 +11,23 @@ import click
 from sqlalchemy import Connection
 
 from kassa.clock import now_ms
+from kassa.console import credentials
 from kassa.domain.merchants import Mode
 from kassa.domain.money import currency, format_amount
+from kassa.domain.operators import Role
 from kassa.runtime import open_store
 from kassa.settings import Settings
 from kassa.signing.control import control_of
 from kassa.storage import balances, merchant_keys
 from kassa.storage import ledger as ledger_store
 from kassa.storage import merchants as merchant_store
+from kassa.storage import operators as operator_store
 from kassa.vault.keys import Vault, load_vault
 
 DEMO_LOGIN = "demo"
 DEMO_BALANCE = 1_000_000  # 10,000.00 USD
+DEMO_OPERATOR = "admin@demo.kassa.local"
+CONSOLE = ("127.0.0.1", 8081)
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,15 +37,42 @@ class Demo:
     endpoint_id: int
     keys: int = 0  # RSA public keys in force for the sandbox
     available: int = 0  # USD minor units the demo's payouts may draw on
+    operator: DemoOperator | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DemoOperator:
+    """The console's first admin. Its password and one-time code secret are derived from the vault key,
+    so every start prints the same ones without storing them in clear; ``current`` is False once someone
+    reset the password."""
+
+    email: str
+    password: str
+    totp_secret: str
+    current: bool
 
 
 def ensure(settings: Settings) -> Demo:
     vault = load_vault(settings.vault_key, settings.vault_key_file)
     db = open_store(settings, vault, threads=1)
     try:
-        return db.write_sync(lambda conn: _ensure(conn, vault))
+        merchant = db.write_sync(lambda conn: _ensure(conn, vault))
+        return dataclasses.replace(merchant, operator=db.write_sync(lambda conn: _operator(conn, vault)))
     finally:
         db.close()
+
+
+def _operator(conn: Connection, vault: Vault) -> DemoOperator:
+    password = base64.urlsafe_b64encode(bytes.fromhex(vault.fingerprint("kassa-demo-operator/password"))[:15])
+    secret = base64.b32encode(bytes.fromhex(vault.fingerprint("kassa-demo-operator/totp"))[:20]).decode()
+    demo = DemoOperator(DEMO_OPERATOR, password.decode(), secret, True)
+    found = operator_store.credentials_of(conn, vault, DEMO_OPERATOR)
+    if found is None:
+        password_hash = credentials.hash_password(demo.password)
+        operator_store.create(conn, vault, DEMO_OPERATOR, Role.ADMIN, password_hash, secret, now_ms())
+        return demo
+    current = credentials.password_matches(found.password_hash, demo.password) and found.totp_secret == secret
+    return dataclasses.replace(demo, current=current)
 
 
 def _ensure(conn: Connection, vault: Vault) -> Demo:
@@ -63,7 +97,7 @@ def _available(conn: Connection, merchant_id: int) -> int:
     return next((b.available for b in balances.of_merchant(conn, merchant_id) if b.currency == "USD"), 0)
 
 
-def announce(demo: Demo, settings: Settings, host: str, port: int) -> None:
+def announce(demo: Demo, settings: Settings, host: str, port: int, console: tuple[str, int] | None) -> None:
     base = f"http://{host}:{port}{settings.prefix}"
     client_orderid = "demo-1"
     control = control_of([str(demo.endpoint_id), client_orderid, "1042", "cardholder@example.com"], demo.control_key)
@@ -87,6 +121,7 @@ def announce(demo: Demo, settings: Settings, host: str, port: int) -> None:
                 f"  curl -s -H 'Accept: application/vnd.pay+json' -d '{status_fields}&control={status_control}'"
                 f" {base}/api/v2/status/{demo.endpoint_id}",
                 *_oauth_lines(demo),
+                *_console_lines(demo.operator, console),
                 "",
             ]
         )
@@ -113,4 +148,20 @@ def _oauth_lines(demo: Demo) -> list[str]:
         "    openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out demo-private.pem",
         "    openssl pkey -in demo-private.pem -pubout -out demo-public.pem",
         f"    kassa key add --merchant {demo.login} --mode sandbox --pem demo-public.pem",
+    ]
+
+
+def _console_lines(operator: DemoOperator | None, console: tuple[str, int] | None) -> list[str]:
+    if operator is None or console is None:
+        return []
+    host, port = console
+    lines = [f"Operator console: http://{host}:{port}/ (this machine only)"]
+    if not operator.current:
+        return [*lines, f"  {operator.email}: its password was changed (kassa operator reset-password)."]
+    code = f".venv/bin/python -c 'import pyotp; print(pyotp.TOTP(\"{operator.totp_secret}\").now())'"
+    return [
+        *lines,
+        f"  email:     {operator.email} (admin)",
+        f"  password:  {operator.password}",
+        f"  one-time code: add the secret {operator.totp_secret} to an authenticator app, or: {code}",
     ]

@@ -9,6 +9,7 @@ the fork and serves its socket; a child also gets SIGTERM if the parent dies (``
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ctypes
 import os
@@ -16,9 +17,10 @@ import signal
 import socket
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from kassa.ops.connections import ConnectionLimits
@@ -34,28 +36,77 @@ def serve(
     *,
     trusted_proxies: Sequence[str] = (),
     limits: ConnectionLimits | None = None,
+    companion: Companion | None = None,
 ) -> None:
     """Serves an ASGI app as every Kassa server process does (the benchmark's reference apps too):
     uvicorn with uvloop and httptools, no access log (the gateway logs each request itself).
     ``X-Forwarded-For``, ``-Proto`` and ``-Host`` are believed from ``trusted_proxies`` only; with
-    ``limits``, slow or oversized request heads and stalled bodies close their connections."""
+    ``limits``, slow or oversized request heads and stalled bodies close their connections. A
+    ``companion`` (the operator console) is served on its own listener by the same process and stops
+    with it."""
+    import uvicorn
+
+    main = uvicorn.Server(_config(app, host, port, trusted_proxies, limits, lifespan="on"))
+    if companion is None:
+        main.run(sockets=sockets)
+        return
+
+    class Second(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield  # the main server has the signals, and stops this one
+
+    second = Second(_config(companion.app, companion.host, companion.port, trusted_proxies, limits, lifespan="off"))
+
+    async def both() -> None:
+        running = asyncio.create_task(second.serve(sockets=companion.sockets))
+        try:
+            await main.serve(sockets=sockets)
+        finally:
+            second.should_exit = True
+            await running
+
+    import uvloop
+
+    uvloop.run(both())
+
+
+@dataclass(frozen=True)
+class Companion:
+    """A second application of the same process on a listener of its own: ``sockets`` when the parent
+    bound them (``--processes``), else ``host:port``."""
+
+    app: Any
+    host: str
+    port: int
+    sockets: list[socket.socket] | None = None
+
+
+def _config(
+    app: Any,
+    host: str,
+    port: int,
+    trusted: Sequence[str],
+    limits: ConnectionLimits | None,
+    *,
+    lifespan: Literal["on", "off"],
+) -> Any:
     import uvicorn
 
     from kassa.ops.connections import guarded_protocol
     from kassa.ops.forwarding import ProxyHeaders
 
-    config = uvicorn.Config(
-        ProxyHeaders(app, list(trusted_proxies)) if trusted_proxies else app,
+    return uvicorn.Config(
+        ProxyHeaders(app, list(trusted)) if trusted else app,
         host=host,
         port=port,
         loop="uvloop",
         http="httptools" if limits is None else guarded_protocol(limits),
         log_config=None,
         access_log=False,
-        lifespan="on",
+        lifespan=lifespan,
         proxy_headers=False,  # ProxyHeaders above: uvicorn's, marking requests from trusted proxies
     )
-    uvicorn.Server(config).run(sockets=sockets)
 
 
 def listening_sockets(host: str, port: int, count: int) -> list[socket.socket]:

@@ -82,6 +82,7 @@ cards = Table(
     Column("holder_name", String(128), nullable=False, default=""),
     Column("created_at_ms", BigInteger, nullable=False),
     Index("ix_cards_fingerprint", "merchant_id", "pan_fingerprint"),
+    Index("ix_cards_last_four", "last_four"),  # the console's search by last four
     sqlite_autoincrement=True,
 )
 
@@ -112,6 +113,10 @@ orders = Table(
     Column("created_at_ms", BigInteger, nullable=False),
     UniqueConstraint("endpoint_id", "client_orderid", name="uq_orders_endpoint_client_orderid"),
     Index("ix_orders_merchant_created", "merchant_id", "created_at_ms"),
+    # The console's searches across merchants: by client_orderid, by card, by date.
+    Index("ix_orders_client_orderid", "client_orderid"),
+    Index("ix_orders_card", "card_id"),
+    Index("ix_orders_created", "created_at_ms"),
     sqlite_autoincrement=True,
 )
 
@@ -424,4 +429,54 @@ oauth_nonces = Table(
     Column("timestamp_s", BigInteger, primary_key=True),
     Column("nonce", String(128), primary_key=True),
     Index("ix_oauth_nonces_timestamp", "timestamp_s"),
+)
+
+# The people who run the gateway, for the operator console (never merchants: their credentials open
+# nothing here). Passwords are Argon2id hashes; the TOTP secret is sealed by the vault
+# (``totp/operator/{id}``) since the console must read it back to check a code.
+operators = Table(
+    "operators",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("email", String(254), nullable=False, unique=True),  # lower case
+    Column("role", String(16), nullable=False),  # viewer, support, admin
+    Column("password_hash", Text, nullable=False),
+    Column("totp_sealed", LargeBinary),
+    Column("totp_last_step", BigInteger),  # the 30-second step of the last code accepted: each code works once
+    Column("failed_signins", Integer, nullable=False, default=0),
+    Column("locked_until_ms", BigInteger),
+    Column("disabled_at_ms", BigInteger),
+    Column("created_at_ms", BigInteger, nullable=False),
+    sqlite_autoincrement=True,
+)
+
+# Signed-in console sessions. The cookie holds a random token; only its SHA-256 is stored, so a copy of
+# the database signs no one in.
+operator_sessions = Table(
+    "operator_sessions",
+    metadata,
+    Column("token_hash", String(64), primary_key=True),
+    Column("operator_id", ForeignKey("operators.id"), nullable=False),
+    Column("created_at_ms", BigInteger, nullable=False),
+    Column("last_seen_at_ms", BigInteger, nullable=False),
+    Index("ix_operator_sessions_operator", "operator_id"),
+)
+
+# Every state-changing action of an operator (console or CLI), and every refused attempt at one. Triggers
+# (migration 0014) refuse UPDATE and DELETE: the log only grows.
+audit_log = Table(
+    "audit_log",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("at_ms", BigInteger, nullable=False),
+    Column("actor", String(254), nullable=False),  # the operator's email, or cli:{os user}
+    Column("action", String(64), nullable=False),
+    Column("target", String(128), nullable=False, default=""),
+    Column("outcome", String(16), nullable=False),  # done, refused
+    Column("before", Text),  # JSON
+    Column("after", Text),  # JSON
+    Column("address", String(64), nullable=False, default=""),
+    Index("ix_audit_log_actor", "actor", "id"),
+    Index("ix_audit_log_action", "action", "id"),
+    sqlite_autoincrement=True,
 )

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import socket
 
 import click
 
 from kassa.ops import demo
 from kassa.ops.cli.common import settings
+from kassa.settings import Settings, listen_address
 
 
 @click.command()
@@ -27,34 +29,72 @@ from kassa.ops.cli.common import settings
     default=1,
     help="Server processes sharing the port (each with its own job workers); more than 1 is for PostgreSQL.",
 )
-@click.option("--demo", "with_demo", is_flag=True, help="Create a sandbox demo merchant on first start.")
-def serve(host: str | None, port: int | None, worker_count: int | None, processes: int, with_demo: bool) -> None:
-    """Run the API and its job workers."""
-    import socket
-
-    from kassa.api.app import create_app
-    from kassa.ops import processes as supervisor
-    from kassa.ops.connections import ConnectionLimits
-    from kassa.runtime import build_services
+@click.option(
+    "--console",
+    "console_address",
+    callback=lambda _c, _p, value: None if value is None else _address(value),
+    default=None,
+    help="HOST:PORT of the operator console (KASSA_CONSOLE; --demo opens it at 127.0.0.1:8081).",
+)
+@click.option("--demo", "with_demo", is_flag=True, help="Create a sandbox demo merchant and operator on first start.")
+def serve(
+    host: str | None,
+    port: int | None,
+    worker_count: int | None,
+    processes: int,
+    console_address: tuple[str, int] | None,
+    with_demo: bool,
+) -> None:
+    """Run the API and its job workers, and the operator console when it has an address."""
     from kassa.storage.migrate import upgrade
 
     configured = settings()
     upgrade(configured.database_url)
     host, port = host or configured.host, port or configured.port
+    console = console_address or configured.console or (demo.CONSOLE if with_demo else None)
     if with_demo:
-        demo.announce(demo.ensure(configured), configured, host, port)
+        demo.announce(demo.ensure(configured), configured, host, port, console)
     workers = configured.workers if worker_count is None else worker_count
+    _run(configured, host, port, workers, processes, console)
 
-    def run(sockets: list[socket.socket] | None) -> None:
-        app = create_app(build_services(configured, workers))
+
+def _address(text: str) -> tuple[str, int]:
+    try:
+        return listen_address(text)
+    except ValueError as problem:
+        raise click.BadParameter(str(problem)) from None
+
+
+def _run(
+    configured: Settings, host: str, port: int, workers: int, processes: int, console: tuple[str, int] | None
+) -> None:
+    from kassa.api.app import create_app
+    from kassa.console.app import create_console
+    from kassa.ops import processes as supervisor
+    from kassa.ops.connections import ConnectionLimits
+    from kassa.runtime import build_services
+
+    def run(sockets: list[socket.socket] | None, console_sockets: list[socket.socket] | None) -> None:
+        services = build_services(configured, workers)
+        companion = None
+        if console is not None:
+            companion = supervisor.Companion(create_console(services), *console, console_sockets)
         limits = ConnectionLimits(configured.header_timeout, configured.body_timeout, configured.max_header_bytes)
-        supervisor.serve(app, host, port, sockets, trusted_proxies=configured.trusted_proxies, limits=limits)
+        trusted = configured.trusted_proxies
+        app = create_app(services)
+        supervisor.serve(app, host, port, sockets, trusted_proxies=trusted, limits=limits, companion=companion)
 
     if processes == 1:
-        run(None)
+        run(None, None)
         return
     sockets = supervisor.listening_sockets(host, port, processes)
-    raise SystemExit(supervisor.supervise(sockets, lambda sock: run([sock])))
+    consoles = supervisor.listening_sockets(*console, processes) if console else [None] * processes
+    pairs = dict(zip(sockets, consoles, strict=True))
+    raise SystemExit(supervisor.supervise(sockets, lambda sock: run([sock], _one(pairs[sock]))))
+
+
+def _one(sock: socket.socket | None) -> list[socket.socket] | None:
+    return None if sock is None else [sock]
 
 
 @click.command()

@@ -1,0 +1,83 @@
+"""Operators (admins manage them) and the audit log (admins read and filter it)."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from sqlalchemy import Connection
+from starlette.responses import RedirectResponse, Response
+
+from kassa.clock import now_ms
+from kassa.console import credentials
+from kassa.console.access import Console, Visit, action, page
+from kassa.domain.operators import READ_AUDIT_LOG, Action, Role
+from kassa.storage import audit_log
+from kassa.storage import operators as operator_store
+
+PAGE_SIZE = 50
+
+
+@page(Role.ADMIN)
+async def operator_list(console: Console, visit: Visit) -> Response:
+    found = await console.read(operator_store.listing)
+    return visit.page("operators.html", operators=found, roles=list(Role), created=None)
+
+
+@action(Action.OPERATOR_CREATE)
+async def operator_create(console: Console, visit: Visit) -> Response:
+    email, role_name = visit.form.get("email", "").strip().lower(), visit.form.get("role", "")
+    if "@" not in email or role_name not in {r.value for r in Role}:
+        found = await console.read(operator_store.listing)
+        problem = "An operator needs an email address and a role."
+        return visit.page("operators.html", 400, operators=found, roles=list(Role), created=None, problem=problem)
+    role = Role(role_name)
+    password = credentials.new_password()
+    secret = credentials.new_totp_secret() if role is Role.ADMIN or visit.form.get("totp") else None
+    vault = console.services.vault
+    password_hash = credentials.hash_password(password)
+
+    def create(conn: Connection) -> tuple[None, dict[str, str]]:
+        operator_store.create(conn, vault, email, role, password_hash, secret, now_ms())
+        return None, {"email": email, "role": role.value, "totp": "yes" if secret else "no"}
+
+    await console.audited(visit, Action.OPERATOR_CREATE, email, create)
+    created = {"email": email, "password": password, "totp": secret}
+    if secret:
+        created["uri"] = credentials.totp_uri(secret, email)
+    found = await console.read(operator_store.listing)
+    return visit.page("operators.html", operators=found, roles=list(Role), created=created)
+
+
+@action(Action.OPERATOR_DISABLE)
+async def operator_disable(console: Console, visit: Visit) -> Response:
+    operator_id = int(visit.request.path_params["operator_id"])
+
+    def disable(conn: Connection) -> tuple[dict[str, bool], dict[str, bool]]:
+        operator_store.disable(conn, operator_id, now_ms())
+        return {"disabled": False}, {"disabled": True}
+
+    await console.audited(visit, Action.OPERATOR_DISABLE, f"operator {operator_id}", disable)
+    return RedirectResponse("/operators", status_code=303)
+
+
+@page(READ_AUDIT_LOG)
+async def audit(console: Console, visit: Visit) -> Response:
+    query = visit.request.query_params
+    actor, act = query.get("actor") or None, query.get("action") or None
+    before = query.get("before")
+    before_id = int(before) if before and before.isdigit() else None
+    rows = await console.read(
+        partial(audit_log.entries, actor=actor, action=act, before_id=before_id, limit=PAGE_SIZE + 1)
+    )
+    more = rows[PAGE_SIZE]["id"] if len(rows) > PAGE_SIZE else None
+    actions = sorted(a.code for a in Action)
+    shown = dict(rows=rows[:PAGE_SIZE], more=more, actor=actor or "", action=act or "", actions=actions)
+    return visit.page_of("audit.html", shown)
+
+
+ROUTES = [
+    ("/operators", "GET", operator_list),
+    ("/operators", "POST", operator_create),
+    ("/operators/{operator_id:int}/disable", "POST", operator_disable),
+    ("/audit", "GET", audit),
+]

@@ -1,0 +1,53 @@
+"""What each operator role may do in the console. Plain rules, no HTTP: each role may do everything the
+one below it may, and every action names the least role that may take it."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Role(Enum):
+    VIEWER = "viewer"  # reads everything (masked as everywhere)
+    SUPPORT = "support"  # also redelivers callbacks
+    ADMIN = "admin"  # also changes merchants, endpoints, keys, balances, settlement, orders and operators
+
+    @property
+    def rank(self) -> int:
+        return _RANKS[self]
+
+    def may(self, action: Action) -> bool:
+        return self.rank >= action.least.rank
+
+
+_RANKS = {Role.VIEWER: 0, Role.SUPPORT: 1, Role.ADMIN: 2}
+
+
+class Action(Enum):
+    """The state-changing actions of the console, each written to the audit log under its value."""
+
+    REDELIVER = ("callback.redeliver", Role.SUPPORT)
+    CAPTURE = ("order.capture", Role.ADMIN)
+    VOID = ("order.void", Role.ADMIN)
+    RETURN = ("order.return", Role.ADMIN)
+    MERCHANT_CREATE = ("merchant.create", Role.ADMIN)
+    MERCHANT_UPDATE = ("merchant.update", Role.ADMIN)
+    ENDPOINT_CREATE = ("endpoint.create", Role.ADMIN)
+    ENDPOINT_UPDATE = ("endpoint.update", Role.ADMIN)
+    KEY_ADD = ("key.add", Role.ADMIN)
+    KEY_REVOKE = ("key.revoke", Role.ADMIN)
+    BALANCE_CREDIT = ("balance.credit", Role.ADMIN)
+    BALANCE_DEBIT = ("balance.debit", Role.ADMIN)
+    SETTLE = ("settlement.run", Role.ADMIN)
+    RECURRING_CANCEL = ("recurring.cancel", Role.ADMIN)
+    OPERATOR_CREATE = ("operator.create", Role.ADMIN)
+    OPERATOR_DISABLE = ("operator.disable", Role.ADMIN)
+    OPERATOR_RESET = ("operator.reset-password", Role.ADMIN)
+    SIGN_IN = ("operator.sign-in", Role.VIEWER)
+    SIGN_OUT = ("operator.sign-out", Role.VIEWER)
+
+    def __init__(self, code: str, least: Role) -> None:
+        self.code = code
+        self.least = least
+
+
+READ_AUDIT_LOG = Role.ADMIN  # the audit log names every operator's actions: admins read it

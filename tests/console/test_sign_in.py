@@ -1,0 +1,138 @@
+"""Signing in to the console: passwords, one-time codes, lockout, sessions, and who is refused."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.support.console import ConsoleClient, Login, csrf_of
+from tests.support.gateway import Gateway, Merchant
+
+
+def test_an_admin_signs_in_with_password_and_one_time_code_and_lands_on_the_overview(
+    shared_gateway: Gateway, operator_of: Callable[..., Login]
+) -> None:
+    client = ConsoleClient(shared_gateway)
+    answer = client.sign_in(operator_of("admin"))
+    assert answer.status_code == 303 and answer.headers["location"] == "/"
+    cookie = answer.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie
+    assert client.get("/").status_code == 200
+
+
+def test_an_admin_without_the_one_time_code_is_refused(
+    shared_gateway: Gateway, operator_of: Callable[..., Login]
+) -> None:
+    admin = operator_of("admin")
+    answer = ConsoleClient(shared_gateway).sign_in(admin, code="")
+    assert answer.status_code == 401
+    assert "Wrong email, password or code" in answer.text
+
+
+def test_a_one_time_code_is_accepted_once(shared_gateway: Gateway, operator_of: Callable[..., Login]) -> None:
+    admin = operator_of("admin")
+    code = admin.code()
+    assert ConsoleClient(shared_gateway).sign_in(admin, code=code).status_code == 303
+    assert ConsoleClient(shared_gateway).sign_in(admin, code=code).status_code == 401
+
+
+def test_a_viewer_signs_in_with_a_password_alone(shared_gateway: Gateway, operator_of: Callable[..., Login]) -> None:
+    assert ConsoleClient(shared_gateway).sign_in(operator_of("viewer")).status_code == 303
+
+
+def test_five_wrong_passwords_lock_the_account_even_against_the_right_one(
+    shared_gateway: Gateway, operator_of: Callable[..., Login]
+) -> None:
+    viewer = operator_of("viewer")
+    client = ConsoleClient(shared_gateway)
+    for _ in range(5):
+        assert client.sign_in(viewer, password="not the password").status_code == 401
+    locked = client.sign_in(viewer)
+    assert locked.status_code == 401 and "locked" in locked.text
+    listed = {o["email"]: o for o in shared_gateway.cli("operator", "list")}
+    assert listed[viewer.email]["locked_until"] is not None
+    reset = shared_gateway.cli("operator", "reset-password", "--email", viewer.email)
+    viewer.password = reset["password"]
+    assert client.sign_in(viewer).status_code == 303
+
+
+def test_merchant_credentials_do_not_sign_in(shared_gateway: Gateway, merchant: Merchant) -> None:
+    client = ConsoleClient(shared_gateway)
+    merchant_login = Login(merchant.login, merchant.control_key, None)
+    assert client.sign_in(merchant_login).status_code == 401
+    assert client.get("/").status_code == 303  # still signed out: back to the sign-in form
+
+
+def test_a_sign_in_form_posted_without_its_token_is_refused(
+    shared_gateway: Gateway, operator_of: Callable[..., Login]
+) -> None:
+    viewer = operator_of("viewer")
+    client = ConsoleClient(shared_gateway)
+    fields = {"email": viewer.email, "password": viewer.password, "csrf": "forged"}
+    assert client.http.post("/sign-in", data=fields).status_code == 403
+
+
+def test_pages_redirect_to_sign_in_without_a_session(shared_gateway: Gateway) -> None:
+    answer = ConsoleClient(shared_gateway).get("/operators")
+    assert answer.status_code == 303 and answer.headers["location"].startswith("/sign-in?next=/operators")
+
+
+def test_sign_out_ends_the_session(console_as: Callable[[str], ConsoleClient]) -> None:
+    client = console_as("viewer")
+    cookie = client.http.cookies.get("kassa_console")
+    token = csrf_of(client.get("/").text)
+    assert client.http.post("/sign-out", data={"csrf": token}).status_code == 303
+    client.http.cookies.set("kassa_console", cookie or "")
+    assert client.get("/").status_code == 303
+
+
+def test_a_disabled_operator_is_signed_out_at_once(
+    shared_gateway: Gateway, console_as: Callable[[str], ConsoleClient], operator_of: Callable[..., Login]
+) -> None:
+    viewer = operator_of("viewer")
+    client = ConsoleClient(shared_gateway)
+    assert client.sign_in(viewer).status_code == 303
+    shared_gateway.cli("operator", "disable", "--email", viewer.email)
+    assert client.get("/").status_code == 303
+    assert client.sign_in(viewer).status_code == 401
+
+
+@pytest.mark.parametrize("path", ["/operators", "/audit"])
+def test_a_viewer_cannot_open_admin_pages(console_as: Callable[[str], ConsoleClient], path: str) -> None:
+    assert console_as("viewer").get(path).status_code == 403
+
+
+def test_a_viewer_posting_an_admin_form_directly_is_refused_and_audited(
+    shared_gateway: Gateway, console_as: Callable[[str], ConsoleClient]
+) -> None:
+    viewer = console_as("viewer")
+    answer = viewer.post("/operators", {"email": "sneaky@ops.example", "role": "admin"})
+    assert answer.status_code == 403
+    emails = {o["email"] for o in shared_gateway.cli("operator", "list")}
+    assert "sneaky@ops.example" not in emails
+    admin = console_as("admin")
+    audit = admin.get("/audit", action="operator.create").text
+    assert "refused" in audit and "role" in audit
+
+
+def test_an_admin_form_posted_without_its_csrf_token_is_refused(
+    console_as: Callable[[str], ConsoleClient], shared_gateway: Gateway
+) -> None:
+    admin = console_as("admin")
+    answer = admin.http.post("/operators", data={"email": "no-token@ops.example", "role": "viewer"})
+    assert answer.status_code == 403
+    assert "no-token@ops.example" not in {o["email"] for o in shared_gateway.cli("operator", "list")}
+
+
+def test_an_admin_creates_an_operator_who_can_sign_in_and_the_audit_log_names_it(
+    shared_gateway: Gateway, console_as: Callable[[str], ConsoleClient]
+) -> None:
+    admin = console_as("admin")
+    created = admin.post("/operators", {"email": "Support-New@Ops.Example", "role": "support"}, from_page="/operators")
+    assert created.status_code == 200 and "can sign in now" in created.text
+    password = created.text.split("<dt>Password</dt><dd><code>")[1].split("</code>")[0]
+    newcomer = Login("support-new@ops.example", password, None)
+    assert ConsoleClient(shared_gateway).sign_in(newcomer).status_code == 303
+    audit = admin.get("/audit", action="operator.create").text
+    assert "support-new@ops.example" in audit

@@ -1,0 +1,86 @@
+"""Operators and the console, driven as an operator would: operators made with ``kassa operator create``,
+signed in through the sign-in form (with httpx, or in Chromium with Playwright)."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from dataclasses import dataclass, field
+
+import httpx
+import pyotp
+from playwright.sync_api import Page
+
+from tests.support.gateway import Gateway
+
+_CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+
+
+@dataclass
+class Login:
+    email: str
+    password: str
+    totp_secret: str | None
+    last_step: int = field(default=0)
+
+    def code(self) -> str:
+        """A one-time code not used before (each is accepted once): this 30-second step's, or the next
+        one's when this one was used (the console accepts a neighbouring step for clock drift)."""
+        if self.totp_secret is None:
+            return ""
+        step = max(int(time.time()) // 30, self.last_step + 1)
+        self.last_step = step
+        return pyotp.TOTP(self.totp_secret).at(step * 30)
+
+
+def new_operator(gateway: Gateway, role: str, *, totp: bool = False) -> Login:
+    email = f"{role}-{uuid.uuid4().hex[:8]}@ops.example"
+    created = gateway.cli("operator", "create", "--email", email, "--role", role, *(["--totp"] if totp else []))
+    return Login(created["email"], created["password"], created["totp_secret"])
+
+
+def csrf_of(html: str) -> str:
+    found = _CSRF.search(html)
+    assert found, "no CSRF token on the page"
+    return found[1]
+
+
+class ConsoleClient:
+    """The console over HTTP, as a browser without JavaScript uses it."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.http = httpx.Client(base_url=gateway.console, follow_redirects=False, timeout=30)
+
+    def sign_in(self, login: Login, *, password: str | None = None, code: str | None = None) -> httpx.Response:
+        form = self.http.get("/sign-in")
+        fields = {
+            "csrf": csrf_of(form.text),
+            "email": login.email,
+            "password": login.password if password is None else password,
+            "code": login.code() if code is None else code,
+            "next": "/",
+        }
+        return self.http.post("/sign-in", data=fields)
+
+    def get(self, path: str, **params: str) -> httpx.Response:
+        return self.http.get(path, params=params)
+
+    def post(self, path: str, fields: dict[str, str], *, from_page: str | None = None) -> httpx.Response:
+        """Posts a form with the CSRF token of ``from_page`` (default: the console's overview)."""
+        token = csrf_of(self.get(from_page or "/").text)
+        return self.http.post(path, data={"csrf": token, **fields})
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def sign_in_page(page: Page, gateway: Gateway, login: Login) -> None:
+    """Signs in through the form in Chromium; ends on the overview."""
+    page.goto(f"{gateway.console}/sign-in")
+    page.get_by_label("Email").fill(login.email)
+    page.get_by_label("Password").fill(login.password)
+    if login.totp_secret:
+        page.get_by_label("One-time code").fill(login.code())
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"{gateway.console}/")
