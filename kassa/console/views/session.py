@@ -61,7 +61,8 @@ async def sign_in(console: Console, request: Request) -> Response:
         return await sign_in_form(console, request, problem, 401)
     assert operator_id is not None
     token = credentials.new_session_token()
-    await console.write(partial(_open, attempt=attempt, operator_id=operator_id, step=step, token=token))
+    opened = partial(_open, console=console, attempt=attempt, operator_id=operator_id, step=step, token=token)
+    await console.write(opened)
     response = RedirectResponse(_next(form.get("next", "/")), status_code=303)
     _cookie(response, request, COOKIE, token)
     response.delete_cookie(PRE_COOKIE, path="/")
@@ -112,8 +113,12 @@ async def _refused(console: Console, attempt: _Attempt, reason: str) -> None:
     await console.write(partial(audit_log.append, entry=entry, now_ms=now_ms()))
 
 
-def _open(conn: Connection, attempt: _Attempt, operator_id: int, step: int | None, token: str) -> None:
+def _open(
+    conn: Connection, console: Console, attempt: _Attempt, operator_id: int, step: int | None, token: str
+) -> None:
     now = now_ms()
+    # Sessions that ran out are forgotten here: sign-ins are rare, and nothing else needs them gone sooner.
+    operator_store.prune_sessions(conn, now - console.idle_ms, now - console.lifetime_ms)
     operator_store.signed_in(conn, operator_id, step)
     operator_store.open_session(conn, credentials.token_hash(token), operator_id, now)
     entry = audit_log.Entry(attempt.email, Action.SIGN_IN.code, "", audit_log.DONE, address=attempt.address)

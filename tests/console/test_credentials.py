@@ -1,0 +1,59 @@
+"""Operators' credentials: Argon2id hashes, one-time codes accepted once and only near their time, and
+CSRF tokens bound to their session."""
+
+from __future__ import annotations
+
+import pyotp
+import pytest
+
+from kassa.console import credentials
+
+NOW_S = 1_795_000_000
+
+
+def test_a_password_is_kept_as_an_argon2id_hash_that_verifies_it() -> None:
+    stored = credentials.hash_password("correct horse battery")
+    assert stored.startswith("$argon2id$")
+    assert credentials.password_matches(stored, "correct horse battery")
+    assert not credentials.password_matches(stored, "correct horse battery!")
+
+
+def test_a_short_password_is_refused() -> None:
+    with pytest.raises(credentials.WeakPassword):
+        credentials.hash_password("short")
+
+
+def test_no_operator_matches_no_password() -> None:
+    assert not credentials.password_matches(None, "")
+    assert not credentials.password_matches(None, "anything at all")
+
+
+def test_a_code_of_this_step_or_a_neighbour_is_accepted_once() -> None:
+    secret = credentials.new_totp_secret()
+    totp = pyotp.TOTP(secret)
+    step = NOW_S // 30
+    assert credentials.totp_step(secret, totp.at(NOW_S), NOW_S, None) == step
+    assert credentials.totp_step(secret, totp.at(NOW_S - 30), NOW_S, None) == step - 1
+    assert credentials.totp_step(secret, totp.at(NOW_S + 30), NOW_S, None) == step + 1
+    assert credentials.totp_step(secret, totp.at(NOW_S), NOW_S, step) is None  # seen once
+    assert credentials.totp_step(secret, totp.at(NOW_S + 30), NOW_S, step) == step + 1
+
+
+def test_a_code_two_steps_away_or_malformed_is_refused() -> None:
+    secret = credentials.new_totp_secret()
+    assert credentials.totp_step(secret, pyotp.TOTP(secret).at(NOW_S - 90), NOW_S, None) is None
+    assert credentials.totp_step(secret, "12345", NOW_S, None) is None
+    assert credentials.totp_step(secret, "abcdef", NOW_S, None) is None
+
+
+def test_a_csrf_token_belongs_to_its_session() -> None:
+    one, other = credentials.new_session_token(), credentials.new_session_token()
+    assert credentials.csrf_matches(one, credentials.csrf_token(one))
+    assert not credentials.csrf_matches(other, credentials.csrf_token(one))
+    assert not credentials.csrf_matches(one, "")
+
+
+def test_sessions_are_stored_by_hash_alone() -> None:
+    token = credentials.new_session_token()
+    assert token not in credentials.token_hash(token)
+    assert len(credentials.token_hash(token)) == 64
