@@ -273,9 +273,12 @@ METHOD = """## What is measured
   OAuth bodies carry their `oauth_*` parameters in the body (the load generator replays bodies), each with
   a nonce of its own, signed just before its run. The nonces of requests that write nothing are written
   many per statement, those of one turn of the event loop together (`kassa/storage/nonce_book.py`). The three
-  rows run in three interleaved rounds (reference, HMAC, RSA, and again), and each row is its median
-  round by server CPU per request; the notes give all three (single runs of one build on this shared
-  machine differed by 30 µs either way). The target column gives the server CPU per request the
+  rows run in five interleaved rounds (reference, HMAC, RSA, and again), and each row is its least
+  round by server CPU per request; the notes give all five. Single runs of one build on this shared
+  machine differed by 30 µs either way, and one bench's three rounds of the reference went from 84 to
+  134 µs: what disturbs a round (the load generator and the database on the other core) only adds to a
+  request's CPU, so the least round is the estimate least disturbed (the median was kept before issue 19).
+  The target column gives the server CPU per request the
   OAuth row adds to the reference (target: at most 100 µs) and its req/s against the control-signed sale
   of the same run, whose acceptance writes an order where these write a nonce. Two more rows on the same
   server do a real operation: `create-card-ref` v2 (control) and v4 (RSA-SHA256, its nonce written in the
