@@ -130,9 +130,24 @@ def test_an_admin_creates_an_operator_who_can_sign_in_and_the_audit_log_names_it
 ) -> None:
     admin = console_as("admin")
     created = admin.post("/operators", {"email": "Support-New@Ops.Example", "role": "support"}, from_page="/operators")
-    assert created.status_code == 200 and "can sign in now" in created.text
+    assert created.status_code == 200 and "can sign in with this password" in created.text
     password = created.text.split("<dt>Password</dt><dd><code>")[1].split("</code>")[0]
     newcomer = Login("support-new@ops.example", password, None)
     assert ConsoleClient(shared_gateway).sign_in(newcomer).status_code == 303
     audit = admin.get("/audit", action="operator.create").text
     assert "support-new@ops.example" in audit
+
+
+def test_an_admin_resets_a_locked_out_operator_who_then_signs_in_with_the_new_password(
+    shared_gateway: Gateway, console_as: Callable[[str], ConsoleClient], operator_of: Callable[..., Login]
+) -> None:
+    viewer = operator_of("viewer")
+    client = ConsoleClient(shared_gateway)
+    for _ in range(5):
+        client.sign_in(viewer, password="not the password")
+    admin = console_as("admin")
+    operator_id = next(o["id"] for o in shared_gateway.cli("operator", "list") if o["email"] == viewer.email)
+    answer = admin.post(f"/operators/{operator_id}/reset-password", {}, from_page="/operators")
+    assert answer.status_code == 200
+    viewer.password = answer.text.split("<dt>Password</dt><dd><code>")[1].split("</code>")[0]
+    assert client.sign_in(viewer).status_code == 303

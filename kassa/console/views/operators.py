@@ -60,6 +60,25 @@ async def operator_disable(console: Console, visit: Visit) -> Response:
     return RedirectResponse("/operators", status_code=303)
 
 
+@action(Action.OPERATOR_RESET)
+async def operator_reset(console: Console, visit: Visit) -> Response:
+    """A new password shown once; the operator is unlocked and re-enabled, and their sessions end."""
+    operator_id = int(visit.request.path_params["operator_id"])
+    password = credentials.new_password()
+    password_hash = credentials.hash_password(password)
+
+    def reset(conn: Connection) -> tuple[dict[str, object], None]:
+        found = operator_store.by_id(conn, operator_id)
+        operator_store.reset_password(conn, operator_id, password_hash)
+        return {"email": found.email, "disabled": found.disabled, "locked": found.locked(now_ms())}, None
+
+    await console.audited(visit, Action.OPERATOR_RESET, f"operator {operator_id}", reset)
+    found = await console.read(operator_store.listing)
+    email = next((o.email for o in found if o.id == operator_id), "")
+    created = {"email": email, "password": password, "totp": None}
+    return visit.page("operators.html", operators=found, roles=list(Role), created=created)
+
+
 @page(READ_AUDIT_LOG)
 async def audit(console: Console, visit: Visit) -> Response:
     query = visit.request.query_params
@@ -79,5 +98,6 @@ ROUTES = [
     ("/operators", "GET", operator_list),
     ("/operators", "POST", operator_create),
     ("/operators/{operator_id:int}/disable", "POST", operator_disable),
+    ("/operators/{operator_id:int}/reset-password", "POST", operator_reset),
     ("/audit", "GET", audit),
 ]
