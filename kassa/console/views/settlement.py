@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 from functools import partial
+from typing import Any
 
 from sqlalchemy import Connection
 from starlette.responses import RedirectResponse, Response
@@ -30,34 +31,41 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 @page()
 async def runs(console: Console, visit: Visit) -> Response:
     query = visit.request.query_params
-    before = query.get("before", "")
-    before_ms = int(before) if before.isdigit() and len(before) < 19 else None
+    settled, at = _number(query.get("settled", "")), _number(query.get("at", ""))
+    return await _runs_page(console, visit, _number(query.get("before", "")), settled=settled, at=at)
+
+
+async def _runs_page(
+    console: Console, visit: Visit, before_ms: int | None, status: int = 200, **shown: Any
+) -> Response:
     found = await console.read(partial(settlement_store.runs, before_ms=before_ms, limit=PAGE_SIZE + 1))
     more = found[PAGE_SIZE - 1].settled_at_ms if len(found) > PAGE_SIZE else None
-    settled = query.get("settled")
-    return visit.page(
-        "settlement.html", section="settlement", runs=found[:PAGE_SIZE], more=more, settled=settled, problem=None
-    )
+    context = {"section": "settlement", "runs": found[:PAGE_SIZE], "more": more, "settled": None, "at": None}
+    return visit.page_of("settlement.html", {**context, "problem": None, **shown}, status)
+
+
+def _number(text: str) -> int | None:
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 19 else None
 
 
 @action(Action.SETTLE)
 async def settle_now(console: Console, visit: Visit) -> Response:
     text = visit.form.get("endpoint", "")
-    endpoint_id = int(text) if text.isdigit() and len(text) < 19 else None
-    if text and endpoint_id is None:
-        return await _refused(console, visit, "Endpoint must be an endpoint id, or empty for every endpoint.")
+    endpoint_id = _number(text)
+    problem = "Endpoint must be an endpoint id, or empty for every endpoint." if text and endpoint_id is None else None
     if endpoint_id is not None:
         problem = await console.read(partial(_not_an_endpoint, endpoint_id=endpoint_id))
-        if problem:
-            return await _refused(console, visit, problem)
+    if problem:
+        return await _runs_page(console, visit, None, 400, problem=problem)
+    at = now_ms()  # the run's time: its transactions' settled_at_ms, and its CSV's name
     counted: list[int] = []
 
     def run(conn: Connection) -> tuple[None, dict[str, object]]:
-        counted.append(settlement.settle(conn, now_ms(), endpoint_id))
-        return None, {"settled_orders": counted[0], "endpoint": endpoint_id}
+        counted.append(settlement.settle(conn, at, endpoint_id))
+        return None, {"settled_orders": counted[0], "endpoint": endpoint_id, "settled_at_ms": at}
 
     await console.audited(visit, Action.SETTLE, f"endpoint {endpoint_id}" if endpoint_id else "all endpoints", run)
-    return RedirectResponse(f"/settlement?settled={counted[0]}", status_code=303)
+    return RedirectResponse(f"/settlement?settled={counted[0]}&at={at}", status_code=303)
 
 
 def _not_an_endpoint(conn: Connection, endpoint_id: int) -> str | None:
@@ -66,13 +74,6 @@ def _not_an_endpoint(conn: Connection, endpoint_id: int) -> str | None:
     except merchant_store.NotFound:
         return f"Endpoint {endpoint_id} does not exist."
     return f"Endpoint {endpoint_id} is a group: settle its member endpoints." if kind == "group" else None
-
-
-async def _refused(console: Console, visit: Visit, problem: str) -> Response:
-    found = await console.read(partial(settlement_store.runs, before_ms=None, limit=PAGE_SIZE + 1))
-    more = found[PAGE_SIZE - 1].settled_at_ms if len(found) > PAGE_SIZE else None
-    shown = {"section": "settlement", "runs": found[:PAGE_SIZE], "more": more, "settled": None, "problem": problem}
-    return visit.page_of("settlement.html", shown, 400)
 
 
 @page()
