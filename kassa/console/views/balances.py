@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from functools import partial
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import Connection
 from starlette.responses import RedirectResponse, Response
@@ -117,7 +118,7 @@ async def _adjust(console: Console, visit: Visit, act: Action, direction: int) -
     except Problem as refused:
         await console.audit(visit, act, target, audit_log.REFUSED, after={"reason": str(refused)})
         return await _merchant_page(console, visit, login, 409, problem=str(refused), adjustment=dict(form))
-    return RedirectResponse(f"/balances/{login}", status_code=303)
+    return RedirectResponse(f"/balances/{quote(login, safe='')}", status_code=303)
 
 
 def _available(conn: Connection, merchant_id: int, cur: money.Currency) -> str:

@@ -8,6 +8,7 @@ import re
 import secrets
 from functools import partial
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
@@ -156,7 +157,7 @@ async def endpoint_create(console: Console, visit: Visit) -> Response:
         await console.audited(visit, Action.ENDPOINT_CREATE, f"merchant {login}", create)
     except merchant_store.NotFound as missing:
         return visit.page("refused.html", 404, reason=f"Not found: {missing}.")
-    return RedirectResponse(f"/merchants/{login}", status_code=303)
+    return _to_merchant(login)
 
 
 def _audited(settings: dict[str, Any]) -> dict[str, Any]:
@@ -189,7 +190,7 @@ async def endpoint_update(console: Console, visit: Visit) -> Response:
 
     await console.audited(visit, Action.ENDPOINT_UPDATE, f"endpoint {endpoint_id}", change)
     console.services.directory.forget()
-    return RedirectResponse(f"/merchants/{login}", status_code=303)
+    return _to_merchant(login)
 
 
 def _current(e: Endpoint) -> dict[str, Any]:
@@ -225,7 +226,7 @@ async def key_add(console: Console, visit: Visit) -> Response:
     except IntegrityError:
         taken = f"Public key: {login} has this key already (SHA256:{public.fingerprint}); a revoked key stays revoked."
         return await _detail(console, visit, login, 409, problem=taken)
-    return RedirectResponse(f"/merchants/{login}", status_code=303)
+    return _to_merchant(login)
 
 
 @action(Action.KEY_REVOKE)
@@ -241,7 +242,11 @@ async def key_revoke(console: Console, visit: Visit) -> Response:
         return {"revoked_at_ms": stored.revoked_at_ms}, {"revoked_at_ms": revoked.revoked_at_ms}
 
     await console.audited(visit, Action.KEY_REVOKE, f"key {key_id} of {stored.merchant}", revoke)
-    return RedirectResponse(f"/merchants/{stored.merchant}", status_code=303)
+    return _to_merchant(stored.merchant)
+
+
+def _to_merchant(login: str) -> Response:
+    return RedirectResponse(f"/merchants/{quote(login, safe='')}", status_code=303)
 
 
 ROUTES = [
