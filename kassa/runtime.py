@@ -60,6 +60,11 @@ class EndpointDirectory:
         found = self._cache.get(endpoint_id)
         return None if found is None else found[1]
 
+    def forget(self) -> None:
+        """Drops every cached endpoint, so that this process sees an operator's change at once (a group
+        holds its members, so dropping one id is not enough); other processes see it within the ttl."""
+        self._cache.clear()
+
 
 @dataclass
 class Services:

@@ -12,10 +12,10 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from kassa.console.access import Console
-from kassa.console.views import operators, overview, session
+from kassa.console.views import balances, merchants, operators, overview, session, settlement
 from kassa.runtime import Services
 
-VIEWS = (session, overview, operators)
+VIEWS = (session, overview, operators, merchants, balances, settlement)
 
 Bound = Callable[[Console, Request], Awaitable[Response]]
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, select, text
+from sqlalchemy import Connection, and_, or_, select, text
 
 from kassa.storage.prepared import Prepared
-from kassa.storage.tables import balances
+from kassa.storage.tables import balances, merchants
 
 _MOVE = Prepared(
     text(
@@ -71,3 +71,30 @@ def all_balances(conn: Connection) -> dict[tuple[int, str], tuple[int, int]]:
     """Every row: (merchant id, currency) → (available, reserved)."""
     rows = conn.execute(select(balances.c.merchant_id, balances.c.currency, balances.c.available, balances.c.reserved))
     return {(merchant_id, currency): (available, reserved) for merchant_id, currency, available, reserved in rows}
+
+
+@dataclass(frozen=True, slots=True)
+class MerchantBalance:
+    merchant_id: int
+    login: str
+    currency: str
+    available: int
+    reserved: int
+
+
+def listing(conn: Connection, after: tuple[int, str] | None, limit: int) -> list[MerchantBalance]:
+    """Up to ``limit`` balances of every merchant, by merchant id then currency, after the (merchant id,
+    currency) ``after`` (keyset paging)."""
+    query = select(
+        balances.c.merchant_id, merchants.c.login, balances.c.currency, balances.c.available, balances.c.reserved
+    ).join(merchants, merchants.c.id == balances.c.merchant_id)
+    if after is not None:
+        merchant_id, currency = after
+        query = query.where(
+            or_(
+                balances.c.merchant_id > merchant_id,
+                and_(balances.c.merchant_id == merchant_id, balances.c.currency > currency),
+            )
+        )
+    rows = conn.execute(query.order_by(balances.c.merchant_id, balances.c.currency).limit(limit))
+    return [MerchantBalance(int(m), login, cur, int(a), int(r)) for m, login, cur, a, r in rows]

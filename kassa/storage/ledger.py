@@ -131,6 +131,45 @@ def merchant_balances(conn: Connection, merchant_id: int) -> list[CurrencyBalanc
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One ledger entry as operators read it; ``reason`` is an operator's adjustment's."""
+
+    id: int
+    created_at_ms: int
+    currency: str
+    account: str
+    amount: int
+    order_id: int | None
+    transaction_id: int | None
+    posting: str
+    reason: str | None
+
+
+def entries_of(conn: Connection, merchant_id: int, before_id: int | None, limit: int) -> list[Entry]:
+    """Up to ``limit`` of the merchant's entries, newest first, below ``before_id`` (keyset paging)."""
+    query = (
+        select(
+            ledger_entries.c.id,
+            ledger_entries.c.created_at_ms,
+            ledger_entries.c.currency,
+            ledger_entries.c.account,
+            ledger_entries.c.amount,
+            ledger_entries.c.order_id,
+            ledger_entries.c.transaction_id,
+            ledger_entries.c.posting,
+            balance_adjustments.c.reason,
+        )
+        .outerjoin(balance_adjustments, balance_adjustments.c.id == ledger_entries.c.adjustment_id)
+        .where(ledger_entries.c.merchant_id == merchant_id)
+        .order_by(ledger_entries.c.id.desc())
+        .limit(limit)
+    )
+    if before_id is not None:
+        query = query.where(ledger_entries.c.id < before_id)
+    return [Entry(*row) for row in conn.execute(query)]
+
+
 def check(conn: Connection) -> list[str]:
     """Every problem found: postings that do not balance, orders whose ledger balances disagree with what
     their transactions should have produced, and merchants' balances that are not their ledger's sums."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, case, func, insert, select, update
 
 from kassa.domain.merchants import Endpoint, Merchant, Mode, Network, parse_network
 from kassa.storage.prepared import Record
@@ -129,6 +129,62 @@ def set_replay_window(conn: Connection, vault: Vault, endpoint_id: int, seconds:
     return load_endpoint(conn, vault, endpoint_id)
 
 
+# What an operator may change on an endpoint after its creation (the console's endpoint form).
+ENDPOINT_CHANGES = frozenset({"descriptor", "min_amount", "max_amount", "mode", "enabled", "replay_window_seconds"})
+
+
+def update_endpoint(conn: Connection, vault: Vault, endpoint_id: int, **changes: object) -> Endpoint:
+    """Sets the named columns of an endpoint (``ENDPOINT_CHANGES``); a group has none of these of its own."""
+    unknown = set(changes) - ENDPOINT_CHANGES
+    assert not unknown, f"not an endpoint setting: {sorted(unknown)}"
+    if _endpoint_row(conn, endpoint_id)["kind"] == "group":
+        raise NotFound(f"{endpoint_id} is a group: change its member endpoints")
+    values = {name: value.value if isinstance(value, Mode) else value for name, value in changes.items()}
+    if values:
+        conn.execute(update(endpoints).where(endpoints.c.id == endpoint_id).values(**values))
+    return load_endpoint(conn, vault, endpoint_id)
+
+
+def endpoints_of(conn: Connection, vault: Vault, merchant_id: int) -> list[Endpoint]:
+    """One merchant's endpoints and groups, by id."""
+    query = select(endpoints.c.id).where(endpoints.c.merchant_id == merchant_id).order_by(endpoints.c.id)
+    return [load_endpoint(conn, vault, endpoint_id) for endpoint_id in conn.execute(query).scalars()]
+
+
+@dataclass(frozen=True, slots=True)
+class MerchantSummary:
+    """A merchant as a list shows it, without opening its control key."""
+
+    id: int
+    login: str
+    classic: bool
+    created_at_ms: int
+    endpoints: int
+    live: bool
+
+
+def summaries(conn: Connection) -> list[MerchantSummary]:
+    """Every merchant by login, with how many endpoints it has and whether any is live."""
+    live = func.sum(case((endpoints.c.mode == Mode.LIVE.value, 1), else_=0))
+    rows = conn.execute(
+        select(
+            merchants.c.id,
+            merchants.c.login,
+            merchants.c.classic,
+            merchants.c.created_at_ms,
+            func.count(endpoints.c.id),
+            live,
+        )
+        .outerjoin(endpoints, endpoints.c.merchant_id == merchants.c.id)
+        .group_by(merchants.c.id, merchants.c.login, merchants.c.classic, merchants.c.created_at_ms)
+        .order_by(merchants.c.login)
+    )
+    return [
+        MerchantSummary(int(i), login, bool(classic), int(at), int(count), bool(is_live))
+        for i, login, classic, at, count, is_live in rows
+    ]
+
+
 def has_live_endpoint(conn: Connection, merchant_id: int | None = None) -> bool:
     """Whether any endpoint (of the merchant, when named) takes live traffic."""
     query = select(endpoints.c.id).where(endpoints.c.mode == Mode.LIVE.value)
@@ -158,6 +214,11 @@ def load_endpoint(conn: Connection, vault: Vault, endpoint_id: int) -> Endpoint:
 def list_endpoints(conn: Connection, vault: Vault) -> list[Endpoint]:
     ids = conn.execute(select(endpoints.c.id).order_by(endpoints.c.id)).scalars().all()
     return [load_endpoint(conn, vault, endpoint_id) for endpoint_id in ids]
+
+
+def endpoint_kind(conn: Connection, endpoint_id: int) -> str:
+    """ "endpoint" or "group"; ``NotFound`` for neither."""
+    return str(_endpoint_row(conn, endpoint_id)["kind"])
 
 
 def _endpoint_row(conn: Connection, endpoint_id: int) -> Record:

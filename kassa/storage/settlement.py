@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Select, and_, bindparam, exists, select, update
+from sqlalchemy import Connection, Select, and_, bindparam, exists, func, select, update
 
 from kassa.domain.lifecycle import FINAL_STAGES, Stage
 from kassa.domain.transactions import SETTLING, FollowUp, allowing
-from kassa.storage.tables import transactions
+from kassa.storage.tables import cards, merchants, orders, transactions
 
 _FAILED = tuple(stage.value for stage in FINAL_STAGES if stage is not Stage.APPROVED)
 
@@ -63,3 +65,80 @@ def open_authorizations(conn: Connection, before_ms: int, after_tx_id: int, batc
     """(transaction id, order id) of up to ``batch`` open authorizations, by transaction id."""
     rows = conn.execute(_OPEN_AUTHORIZATIONS, {"before_ms": before_ms, "after_id": after_tx_id, "batch": batch})
     return [(int(row.id), int(row.order_id)) for row in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One settlement run: every transaction it settled carries its time."""
+
+    settled_at_ms: int
+    orders: int
+    transactions: int
+    sums: dict[str, int]  # currency → minor units settled
+
+
+def runs(conn: Connection, before_ms: int | None, limit: int) -> list[Run]:
+    """Up to ``limit`` runs, newest first, before ``before_ms`` (keyset paging)."""
+    query = (
+        select(transactions.c.settled_at_ms, func.count(func.distinct(transactions.c.order_id)), func.count())
+        .where(transactions.c.settled_at_ms.is_not(None))
+        .group_by(transactions.c.settled_at_ms)
+        .order_by(transactions.c.settled_at_ms.desc())
+        .limit(limit)
+    )
+    if before_ms is not None:
+        query = query.where(transactions.c.settled_at_ms < before_ms)
+    counted = [(int(at), int(order_count), int(tx_count)) for at, order_count, tx_count in conn.execute(query)]
+    if not counted:
+        return []
+    sums: dict[int, dict[str, int]] = defaultdict(dict)
+    for at, currency, total in conn.execute(
+        select(transactions.c.settled_at_ms, transactions.c.currency, func.sum(transactions.c.amount))
+        .where(transactions.c.settled_at_ms.in_([at for at, _, _ in counted]))
+        .group_by(transactions.c.settled_at_ms, transactions.c.currency)
+        .order_by(transactions.c.currency)
+    ):
+        sums[int(at)][currency] = int(total)
+    return [Run(at, order_count, tx_count, sums[at]) for at, order_count, tx_count in counted]
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """A transaction a run settled, with what identifies its order and card (BIN and last four at most)."""
+
+    order_id: int
+    client_orderid: str
+    merchant: str
+    endpoint_id: int
+    tx_type: str
+    amount: int
+    currency: str
+    settled_at_ms: int
+    card_bin: str | None
+    card_last_four: str | None
+    card_brand: str | None
+
+
+def run_rows(conn: Connection, settled_at_ms: int) -> list[Settled]:
+    """The transactions the run at ``settled_at_ms`` settled, by transaction id."""
+    query = (
+        select(
+            orders.c.id,
+            orders.c.client_orderid,
+            merchants.c.login,
+            orders.c.endpoint_id,
+            transactions.c.tx_type,
+            transactions.c.amount,
+            transactions.c.currency,
+            transactions.c.settled_at_ms,
+            cards.c.bin,
+            cards.c.last_four,
+            cards.c.brand,
+        )
+        .join(orders, orders.c.id == transactions.c.order_id)
+        .join(merchants, merchants.c.id == orders.c.merchant_id)
+        .outerjoin(cards, cards.c.id == orders.c.card_id)
+        .where(transactions.c.settled_at_ms == settled_at_ms)
+        .order_by(transactions.c.id)
+    )
+    return [Settled(*row) for row in conn.execute(query)]
