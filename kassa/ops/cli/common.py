@@ -62,8 +62,8 @@ def write(unit: Callable[[Connection], T], taken: str = "that name or id is alre
     with database() as db:
         try:
             return db.write_sync(unit)
-        except merchant_store.NotFound as missing:
-            raise click.ClickException(str(missing)) from None
+        except (merchant_store.NotFound, merchant_store.SandboxMoney) as refused:
+            raise click.ClickException(str(refused)) from None
         except IntegrityError:
             raise click.ClickException(taken) from None
 
