@@ -12,10 +12,10 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from kassa.console.access import Console
-from kassa.console.views import operators, overview, session
+from kassa.console.views import operators, orders, overview, session
 from kassa.runtime import Services
 
-VIEWS = (session, overview, operators)
+VIEWS = (session, overview, orders, operators)
 
 Bound = Callable[[Console, Request], Awaitable[Response]]
 
