@@ -2,7 +2,9 @@
 card rows, as the API and the job worker wrote them) made straight in the database by INSERT ... SELECT
 over a number series (a recursive CTE on SQLite, generate_series on PostgreSQL), in chunks of one
 transaction each. Every copy gets its own ids, ``client_orderid`` (``bulk-NNNNNNNNNN``), serial number
-and card row, so a status by orderid reads the same three rows it reads for a sale made through the API."""
+and card row, so a status by orderid reads the same three rows it reads for a sale made through the API.
+The cards' last four digits vary (each of the 10,000 in turn, spread by a prime stride), as real cards'
+do: the console's search by last four finds one order in 10,000, not every one."""
 
 from __future__ import annotations
 
@@ -11,13 +13,17 @@ import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import psycopg
-from sqlalchemy import make_url
+from sqlalchemy import Connection, func, make_url, select
 
+from kassa.storage.database import open_database
+from kassa.storage.order_search import Search, search
 from kassa.storage.tables import cards, orders, transactions
 
 CHUNK = 500_000
+LAST_FOUR_STRIDE = 7919  # a prime: n * 7919 mod 10,000 runs through all 10,000 endings
 SQLITE_SERIES = "WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < {count}) "
 
 
@@ -26,17 +32,20 @@ class Dialect:
     series_from: Callable[[int], str]  # a FROM item yielding n = 1 .. count
     label: Callable[[str], str]  # 'bulk-' and n (an SQL expression) zero-padded to 10 digits
     serial: Callable[[str], str]  # a UUID-shaped serial number, unique per n
+    last_four: Callable[[str], str]  # four digits, each of 0000-9999 once in every 10,000 consecutive n
 
 
 SQLITE = Dialect(
     series_from=lambda count: "seq",
     label=lambda n: f"printf('bulk-%010d', {n})",
     serial=lambda n: f"printf('00000000-0000-4000-8000-%012d', {n})",
+    last_four=lambda n: f"printf('%04d', (({n}) * {LAST_FOUR_STRIDE}) % 10000)",
 )
 POSTGRES = Dialect(
     series_from=lambda count: f"generate_series(1, {count}) AS seq(n)",
     label=lambda n: f"'bulk-' || lpad(({n})::text, 10, '0')",
     serial=lambda n: f"'00000000-0000-4000-8000-' || lpad(({n})::text, 12, '0')",
+    last_four=lambda n: f"lpad(((({n})::bigint * {LAST_FOUR_STRIDE}) % 10000)::text, 4, '0')",
 )
 
 
@@ -57,7 +66,13 @@ def chunk_statements(
     c, o, t = bases["cards"], bases["orders"], bases["transactions"]
     label = dialect.label(f"{done} + n")
     statements = [
-        _copy(dialect, "cards", [x.name for x in cards.columns], {"id": f"{c} + n"}, count),
+        _copy(
+            dialect,
+            "cards",
+            [x.name for x in cards.columns],
+            {"id": f"{c} + n", "last_four": dialect.last_four(f"{done} + n")},
+            count,
+        ),
         _copy(
             dialect,
             "orders",
@@ -199,3 +214,29 @@ class BulkOrders:
     def _added(self, order_base: int, size: int) -> None:
         self.ranges.append((order_base + 1, order_base + size))
         self.generated += size
+
+
+def console_search(database_url: str, searches: int = 200, warmup: int = 20) -> list[float]:
+    """Milliseconds each of ``searches`` console searches took (``storage.order_search.search``, run as the
+    console runs it, through ``Database.read``): a random last four and the dates every order was made
+    on, the first page of 50. ``warmup`` searches go first, not counted."""
+    db = open_database(database_url)
+    try:
+        first, last = db.read_sync(_created_span)
+        day = 86_400_000
+        since, until = first - first % day, last - last % day + day
+        took = []
+        for n in range(warmup + searches):
+            wanted = Search(last_four=f"{random.randrange(10_000):04d}", from_ms=since, until_ms=until)
+            started = time.perf_counter()
+            db.read_sync(partial(search, wanted=wanted))
+            if n >= warmup:
+                took.append((time.perf_counter() - started) * 1000)
+        return took
+    finally:
+        db.close()
+
+
+def _created_span(conn: Connection) -> tuple[int, int]:
+    span = conn.execute(select(func.min(orders.c.created_at_ms), func.max(orders.c.created_at_ms))).one()
+    return int(span[0]), int(span[1])

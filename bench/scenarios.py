@@ -32,8 +32,8 @@ from bench.bodies import (
     status_body,
     write_lines,
 )
-from bench.bulk import BulkOrders
-from bench.endtoend import CallbackReceiver, EndToEndSpec, run_endtoend
+from bench.bulk import BulkOrders, console_search
+from bench.endtoend import CallbackReceiver, EndToEndSpec, percentile, run_endtoend
 from bench.load import LoadResult, LoadSpec
 from bench.postgres import backend_pids, fresh_database
 from bench.probe import CpuSampler, CpuSnapshot, CpuUse, wait_until_quiet
@@ -422,7 +422,8 @@ class Bench:
         return row
 
     def bulk(self, backend: str) -> list[Row]:
-        """Status by orderid over ``small_orders`` then ``big_orders`` stored orders, generated in bulk."""
+        """Status by orderid over ``small_orders`` then ``big_orders`` stored orders, generated in bulk; then
+        the console's order search by last four and dates over the big count (``bulk.console_search``)."""
         o = self.options
         rows = []
         with self.deployment(backend, f"bulk-{backend}") as (deployment, merchant):
@@ -449,6 +450,7 @@ class Bench:
                     rows.append(
                         self.warm_and_measure(name, server, path, bodies, deployment.database_url, kind, backend)
                     )
+            rows.append(search_row(console_search(deployment.database_url), orders.generated, backend))
         return rows
 
     def scale(self) -> list[Row]:
@@ -489,6 +491,28 @@ class Bench:
             for backend in o.backends:
                 rows += self.oauth(backend)
         return rows
+
+
+def search_row(took_ms: Sequence[float], stored: int, backend: str) -> Row:
+    """The console's search by last four and dates over ``stored`` orders: one search at a time, in the
+    bench's own process (no server, no HTTP), so only the latencies count; CPU and RSS are not taken."""
+    ordered = sorted(took_ms)
+    result = LoadResult(
+        requests=len(ordered),
+        duration_s=sum(ordered) / 1000,
+        p50_ms=percentile(ordered, 0.50),
+        p99_ms=percentile(ordered, 0.99),
+        p999_ms=percentile(ordered, 0.999),
+        non_200=0,
+        socket_errors=0,
+        sent=len(ordered),
+        wraps=0,
+        first_error="",
+        generator="in-process",
+        generator_cpu=0.0,
+    )
+    name = f"console search, last four + dates, {stored:,} stored orders, {backend}"
+    return Row(name, result, 0, 0.0, CpuUse(0.0, 0.0, 0.0), kind="console-search", backend=backend)
 
 
 def bootstrap_merchant(deployment: KassaDeployment, login: str) -> MerchantKeys:

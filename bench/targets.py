@@ -16,6 +16,7 @@ BULK_P99_FACTOR = 1.5
 SCALE_FACTOR = 1.7
 RSS_MIB = 150.0
 OAUTH_ADDS_US = 100.0
+CONSOLE_SEARCH_P99_MS = 100.0
 # Each OAuth row against the control-signed row of the same server that does the same work.
 OAUTH_REFERENCES = {"oauth-hmac": "oauth-none", "oauth-rsa": "oauth-none", "cardref-v4": "cardref-v2"}
 
@@ -91,6 +92,9 @@ def cell(row: Row, rows: Sequence[Row]) -> str:
             if ratio is None
             else f"p99 <= {BULK_P99_FACTOR}x previous: {ratio:.2f}x, {_met(ratio <= BULK_P99_FACTOR)}"
         )
+    if row.kind == "console-search":
+        ok = row.result.p99_ms <= CONSOLE_SEARCH_P99_MS
+        return f"p99 <= {CONSOLE_SEARCH_P99_MS:.0f} ms: {row.result.p99_ms:,.1f} ms, {_met(ok)}"
     if row.kind == "oauth-none":
         return "reference of the two OAuth rows refused at their first field"
     if row.kind == "cardref-v2":

@@ -64,3 +64,15 @@ def destination(url: str) -> str:
     except urls.UrlError:
         return "unsendable"
     return f"{parsed.raw_host}:{parsed.port}"[:255]
+
+
+EXCERPT_CHARS = 200
+
+
+def response_excerpt(body: bytes) -> str:
+    """The start of a receiver's answer as operators see it: decoded as UTF-8 whatever it is (undecodable
+    bytes become U+FFFD), whitespace runs as one space, other control and unprintable characters dropped,
+    at most ``EXCERPT_CHARS`` characters."""
+    text = body.decode("utf-8", errors="replace")
+    shown = "".join(ch if ch.isprintable() else " " if ch.isspace() else "" for ch in text)
+    return " ".join(shown.split())[:EXCERPT_CHARS]

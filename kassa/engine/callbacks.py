@@ -18,7 +18,7 @@ from aiohttp.abc import AbstractResolver
 from sqlalchemy import Connection
 
 from kassa.clock import now_ms
-from kassa.domain.callbacks import retry_delay_ms, signed
+from kassa.domain.callbacks import EXCERPT_CHARS, response_excerpt, retry_delay_ms, signed
 from kassa.engine import targets
 from kassa.engine.callback_urls import Unsendable, request_url, with_query
 from kassa.engine.polling import Consumer
@@ -141,11 +141,11 @@ class Courier:
         is the attempt's outcome, recorded with a short reason: none leaves the callback pending."""
         at_ms = now_ms()
         started = time.perf_counter()
-        sent, status, error = target, None, None
+        sent, status, error, excerpt = target, None, None, None
         try:
             url = request_url(target, fields)
             sent = str(url)
-            status = await self._send(url, live)
+            status, excerpt = await self._send(url, live)
         except Unsendable as unsendable:
             sent, error = _as_recorded(target, fields), f"unsendable URL: {unsendable}"
         except targets.NotPublic as refused:
@@ -159,9 +159,9 @@ class Courier:
         except Exception as failure:  # any failure is an attempt; its text may quote the URL: not logged
             log.warning("callback attempt failed unexpectedly", extra={"error": type(failure).__name__})
             error = f"failed: {type(failure).__name__}"
-        return Attempt(sent, at_ms, int((time.perf_counter() - started) * 1000), status, error)
+        return Attempt(sent, at_ms, int((time.perf_counter() - started) * 1000), status, error, excerpt)
 
-    async def _send(self, url: yarl.URL, live: bool) -> int:
+    async def _send(self, url: yarl.URL, live: bool) -> tuple[int, str]:
         if live and (problem := await targets.refusal_of(url.raw_host or "", url.port)):
             raise targets.NotPublic(problem)
         return await _get(self.live if live else self.sandbox, url)
@@ -202,9 +202,11 @@ def _session(timeout_seconds: float, connections: int, resolver: AbstractResolve
     )
 
 
-async def _get(client: aiohttp.ClientSession, url: yarl.URL) -> int:
-    """The receiver's status. The URL goes out exactly as built (``request_url``), redirects are not
-    followed, and at most a little of the body is read: only the status counts."""
+async def _get(client: aiohttp.ClientSession, url: yarl.URL) -> tuple[int, str]:
+    """The receiver's status and the start of its answer for operators (``response_excerpt``). The URL
+    goes out exactly as built (``request_url``), redirects are not followed, and at most a little of the
+    body is read: only the status counts."""
     async with client.get(url, allow_redirects=False) as response:
-        await response.content.read(_BODY_READ)
-        return response.status
+        body = await response.content.read(_BODY_READ)
+        # Up to 4 bytes a character in UTF-8: enough bytes for the excerpt even before spaces fold.
+        return response.status, response_excerpt(body[: EXCERPT_CHARS * 4])

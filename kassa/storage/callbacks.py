@@ -288,6 +288,7 @@ class Attempt:
     latency_ms: int
     http_status: int | None
     error: str | None
+    response_excerpt: str | None = None  # the start of the receiver's answer, for operators
 
     @property
     def delivered(self) -> bool:
@@ -307,7 +308,8 @@ def record(conn: Connection, due: Due, owner: str, attempt: Attempt, retry_at_ms
     if moved.rowcount != 1:
         return False
     logged = {"id": due.id, "at_ms": attempt.at_ms, "url": attempt.url, "http_status": attempt.http_status}
-    _LOG_ATTEMPT.execute(conn, {**logged, "error": attempt.error, "latency_ms": attempt.latency_ms})
+    outcome = {"error": attempt.error, "latency_ms": attempt.latency_ms, "excerpt": attempt.response_excerpt}
+    _LOG_ATTEMPT.execute(conn, {**logged, **outcome})
     return True
 
 
@@ -319,6 +321,7 @@ _LOG_ATTEMPT = Prepared(
         http_status=bindparam("http_status"),
         error=bindparam("error"),
         latency_ms=bindparam("latency_ms"),
+        response_excerpt=bindparam("excerpt"),
     )
 )
 

@@ -100,6 +100,12 @@ def order_balances(conn: Connection, order_id: int) -> Balances:
     return Balances.of({Account(account): int(total) for account, total in rows})
 
 
+def order_entries(conn: Connection, order_id: int) -> list[Record]:
+    """The order's ledger entries, first to last (what an operator reads beside its transactions)."""
+    query = select(ledger_entries).where(ledger_entries.c.order_id == order_id).order_by(ledger_entries.c.id)
+    return list(conn.execute(query).mappings())
+
+
 @dataclass(frozen=True, slots=True)
 class CurrencyBalance:
     currency: str
@@ -146,7 +152,7 @@ class Entry:
     reason: str | None
 
 
-def entries_of(conn: Connection, merchant_id: int, before_id: int | None, limit: int) -> list[Entry]:
+def merchant_entries(conn: Connection, merchant_id: int, before_id: int | None, limit: int) -> list[Entry]:
     """Up to ``limit`` of the merchant's entries, newest first, below ``before_id`` (keyset paging)."""
     query = (
         select(

@@ -356,6 +356,7 @@ callback_attempts = Table(
     Column("http_status", Integer),
     Column("error", Text),
     Column("latency_ms", Integer, nullable=False),
+    Column("response_excerpt", Text),  # the start of the answer's body, printable text only (migration 0015)
     Index("ix_callback_attempts_callback", "callback_id", "id"),
     sqlite_autoincrement=True,
 )

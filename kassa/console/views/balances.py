@@ -56,7 +56,7 @@ async def _merchant_page(console: Console, visit: Visit, login: str, status: int
         return (
             balance_store.of_merchant(conn, merchant_id),
             ledger_store.merchant_balances(conn, merchant_id),
-            ledger_store.entries_of(conn, merchant_id, before_id, ENTRIES_PAGE_SIZE + 1),
+            ledger_store.merchant_entries(conn, merchant_id, before_id, ENTRIES_PAGE_SIZE + 1),
             merchant_store.has_live_endpoint(conn, merchant_id),
         )
 
