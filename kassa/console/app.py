@@ -12,10 +12,10 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from kassa.console.access import Console
-from kassa.console.views import operators, overview, session
+from kassa.console.views import operators, overview, payouts, session, subscriptions
 from kassa.runtime import Services
 
-VIEWS = (session, overview, operators)
+VIEWS = (session, overview, operators, subscriptions, payouts)
 
 Bound = Callable[[Console, Request], Awaitable[Response]]
 
