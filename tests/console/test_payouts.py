@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
+from playwright.sync_api import Page
 
 from tests.api.test_payouts import BANK, CARD, PHONE, check, credit, outcome, pay, payout
-from tests.support.console import ConsoleClient
-from tests.support.gateway import Merchant
+from tests.support.console import ConsoleClient, Login, sign_in_page
+from tests.support.gateway import Gateway, Merchant
 
 
 @pytest.fixture
@@ -108,3 +110,13 @@ def test_a_sale_is_no_payout(merchant: Merchant, console_as: Callable[[str], Con
     viewer = console_as("viewer")
     assert viewer.get(f"/payouts/{order_id}").status_code == 404
     assert f'data-order="{order_id}"' not in viewer.get("/payouts", merchant=merchant.login).text
+
+
+def test_on_a_phone_the_payouts_list_shows_the_masked_destination(
+    payer: Merchant, shared_gateway: Gateway, operator_of: Callable[..., Login], page: Page, screenshots: Path
+) -> None:
+    order_id, _ = paid(payer, BANK)
+    sign_in_page(page, shared_gateway, operator_of("viewer"))
+    page.goto(f"{shared_gateway.console}/payouts?merchant={payer.login}")
+    assert page.locator(f'tr[data-order="{order_id}"] td.destination').inner_text() == "bank ****5432"
+    page.screenshot(path=str(screenshots / "console-payouts.png"), full_page=True)

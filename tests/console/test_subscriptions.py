@@ -8,6 +8,7 @@ import datetime
 import re
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Dialog, Page
@@ -112,11 +113,12 @@ def test_a_viewer_posting_the_cancel_form_is_refused_and_the_subscription_stays_
 
 
 def test_in_chromium_the_cancel_button_asks_first_and_a_no_cancels_nothing(
-    shop: Merchant, shared_gateway: Gateway, operator_of: Callable[..., Login], page: Page
+    shop: Merchant, shared_gateway: Gateway, operator_of: Callable[..., Login], page: Page, screenshots: Path
 ) -> None:
     payment_id = subscribe(shop)
     sign_in_page(page, shared_gateway, operator_of("admin"))
     page.goto(f"{shared_gateway.console}/subscriptions/{payment_id}")
+    page.screenshot(path=str(screenshots / "console-subscription.png"), full_page=True)
     asked: list[str] = []
 
     def answer(dialog: Dialog, accept: bool) -> None:
