@@ -12,10 +12,20 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from kassa.console.access import Console
-from kassa.console.views import balances, merchants, operators, orders, overview, session, settlement
+from kassa.console.views import (
+    balances,
+    merchants,
+    operators,
+    orders,
+    overview,
+    payouts,
+    session,
+    settlement,
+    subscriptions,
+)
 from kassa.runtime import Services
 
-VIEWS = (session, overview, orders, operators, merchants, balances, settlement)
+VIEWS = (session, overview, orders, merchants, balances, settlement, subscriptions, payouts, operators)
 
 Bound = Callable[[Console, Request], Awaitable[Response]]
 

@@ -212,11 +212,13 @@ def drop_retries(conn: Connection, payment_id: int) -> int:
     return int(conn.execute(statement.values(state=ChargeState.DECLINED.value, retry_at_ms=None)).rowcount)
 
 
-def listing(conn: Connection, merchant_id: int | None, limit: int) -> list[Record]:
-    """Recurring payments, newest first."""
+def listing(conn: Connection, merchant_id: int | None, limit: int, before_id: int | None = None) -> list[Record]:
+    """Recurring payments, newest first; with ``before_id``, only those older than it (a page's next)."""
     query = select(recurring_payments).order_by(recurring_payments.c.id.desc()).limit(limit)
     if merchant_id is not None:
         query = query.where(recurring_payments.c.merchant_id == merchant_id)
+    if before_id is not None:
+        query = query.where(recurring_payments.c.id < before_id)
     return list(conn.execute(query).mappings().all())
 
 
@@ -244,5 +246,15 @@ def card_of(conn: Connection, merchant_id: int, payment_id: int) -> Record | Non
         select(cards.c.id, cards.c.exp_month, cards.c.exp_year, cards.c.pan_ciphertext)
         .select_from(recurring_payments.join(cards, cards.c.id == recurring_payments.c.card_id))
         .where(recurring_payments.c.id == payment_id, recurring_payments.c.merchant_id == merchant_id)
+    )
+    return conn.execute(query).mappings().first()
+
+
+def card_shown(conn: Connection, payment_id: int) -> Record | None:
+    """What may be shown of the card a payment charges: ``bin``, ``last_four``, ``brand``."""
+    query = (
+        select(cards.c.bin, cards.c.last_four, cards.c.brand)
+        .select_from(recurring_payments.join(cards, cards.c.id == recurring_payments.c.card_id))
+        .where(recurring_payments.c.id == payment_id)
     )
     return conn.execute(query).mappings().first()

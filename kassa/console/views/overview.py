@@ -1,15 +1,125 @@
-"""The overview: the landing page after sign-in."""
+"""The overview, the landing page after sign-in: money taken in today and over the last 30 days (UTC) by
+merchant and currency, with approval rates and decline reasons, and a daily series drawn as charts.
+
+The figures are HTML tables, complete without JavaScript. With it, ``overview.js`` draws the daily series
+(given to the page as JSON, not executed) with uPlot, and htmx reloads the tables from
+``/overview/figures`` every minute."""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from starlette.requests import Request
 from starlette.responses import Response
 
-from kassa.console.access import Console, Visit, page
+from kassa.clock import now_ms
+from kassa.console.access import Console, Handler, Visit, page
+from kassa.domain.lifecycle import Stage
+from kassa.domain.money import currency
+from kassa.storage import reports
+from kassa.storage.prepared import Record
+
+DAYS = 30
+_DAY_MS = reports.DAY_MS
+
+
+@dataclass
+class Figures:
+    """One merchant's money taken in, in one currency, over one period."""
+
+    login: str
+    currency: str
+    approved: int = 0
+    volume: int = 0  # minor units
+    decided: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)  # error codes of those not approved
+
+    @property
+    def rate(self) -> str | None:
+        return f"{100 * self.approved / self.decided:.1f}%" if self.decided else None
+
+    def add(self, row: Record) -> None:
+        self.decided += row["count"]
+        if row["stage"] == Stage.APPROVED:
+            self.approved += row["count"]
+            self.volume += row["amount"]
+        else:
+            self.reasons[row["error_code"] or "none"] += row["count"]
+
+
+def _figures(rows: Iterable[Record]) -> list[Figures]:
+    by_key: dict[tuple[str, str], Figures] = {}
+    for row in rows:
+        key = (row["login"], row["currency"])
+        by_key.setdefault(key, Figures(*key)).add(row)
+    return [by_key[key] for key in sorted(by_key)]
+
+
+def _series(rows: Iterable[Record], first_day: int) -> list[dict[str, Any]]:
+    """Per currency, approved count and volume (major units, for drawing) on each of the ``DAYS`` days,
+    zero included: the days are epoch seconds at midnight UTC, as uPlot's time axis reads them."""
+    counts: dict[str, list[int]] = {}
+    volumes: dict[str, list[int]] = {}
+    for row in rows:
+        if row["stage"] != Stage.APPROVED:
+            continue
+        code, index = row["currency"], row["day"] - first_day
+        counts.setdefault(code, [0] * DAYS)[index] += row["count"]
+        volumes.setdefault(code, [0] * DAYS)[index] += row["amount"]
+    days = [(first_day + n) * _DAY_MS // 1000 for n in range(DAYS)]
+    return [
+        {
+            "currency": code,
+            "days": days,
+            "count": counts[code],
+            "volume": [minor / 10 ** currency(code).exponent for minor in volumes[code]],
+            "volume_minor": volumes[code],
+        }
+        for code in sorted(counts)
+    ]
+
+
+async def _context(console: Console) -> dict[str, Any]:
+    today = now_ms() // _DAY_MS
+    first_day = today - DAYS + 1
+    rows = await console.read(
+        partial(reports.money_in_by_day, since_ms=first_day * _DAY_MS, until_ms=(today + 1) * _DAY_MS)
+    )
+    return {
+        "today": _figures(r for r in rows if r["day"] == today),
+        "month": _figures(rows),
+        "series": _series(rows, first_day),
+        "today_ms": today * _DAY_MS,
+        "first_ms": first_day * _DAY_MS,
+    }
 
 
 @page()
 async def overview(console: Console, visit: Visit) -> Response:
-    return visit.page("overview.html", section="overview")
+    return visit.page_of("overview.html", {"section": "overview", **await _context(console)})
 
 
-ROUTES = [("/", "GET", overview)]
+def _fragment(handler: Handler) -> Callable[[Console, Request], Awaitable[Response]]:
+    """A piece of a page that htmx fetches, open to every role: without a session it answers 401 and has
+    htmx take the whole page to sign-in (a redirect would be followed, and the sign-in form swapped in)."""
+
+    async def run(console: Console, request: Request) -> Response:
+        visit = await console.visit(request)
+        if visit is None:
+            return Response(status_code=401, headers={"hx-redirect": "/sign-in?next=/"})
+        return await handler(console, visit)
+
+    return run
+
+
+async def _figures_fragment(console: Console, visit: Visit) -> Response:
+    return visit.page_of("overview_figures.html", await _context(console))
+
+
+figures = _fragment(_figures_fragment)
+
+ROUTES = [("/", "GET", overview), ("/overview/figures", "GET", figures)]
