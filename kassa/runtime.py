@@ -19,10 +19,10 @@ from kassa.sandbox.acquirer import SandboxProcessor
 from kassa.settings import Settings
 from kassa.storage import merchants as merchant_store
 from kassa.storage.callbacks import DeliveryLimits
-from kassa.storage.database import Database, open_database
+from kassa.storage.database import Database
 from kassa.storage.jobs import Job, Lease
 from kassa.storage.nonce_book import NonceBook
-from kassa.storage.sealing import seal_plaintext
+from kassa.storage.sealing import open_store
 from kassa.vault.keys import Vault, load_vault
 
 
@@ -97,23 +97,6 @@ class Services:
             worker.wake()
         if callbacks and self.dispatcher is not None:  # an expiry, a direct cancel: callbacks at once
             self.dispatcher.wake()
-
-
-def open_store(settings: Settings, vault: Vault, threads: int) -> Database:
-    """The database whose secrets ``vault`` seals. Whatever an older Kassa left in clear is sealed first
-    (``storage/sealing.py``), so nothing after this reads a secret in clear."""
-    db = open_database(
-        settings.database_url,
-        sqlite_synchronous=settings.sqlite_synchronous,
-        sqlite_reads_in_place=settings.sqlite_reads_in_place,
-        threads=threads,
-    )
-    try:
-        db.write_sync(lambda conn: seal_plaintext(conn, vault))
-    except BaseException:
-        db.close()
-        raise
-    return db
 
 
 def build_services(settings: Settings, worker_count: int) -> Services:

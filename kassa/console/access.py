@@ -20,7 +20,7 @@ from kassa.runtime import Services
 from kassa.storage import audit_log
 from kassa.storage import operators as operator_store
 from kassa.storage.operators import Operator
-from kassa.web.forms import FormError, parse_form, read_body
+from kassa.web.forms import form_fields
 
 COOKIE = "kassa_console"
 T = TypeVar("T")
@@ -141,7 +141,7 @@ def action(act: Action) -> Callable[[Handler], Callable[[Console, Request], Awai
             visit = await console.visit(request)
             if visit is None:
                 return sign_in_again(request)
-            form = await posted(request)
+            form = await form_fields(request)
             visit = Visit(request, visit.operator, visit.token, form or {})
             target = request.url.path
             if form is None or not credentials.csrf_matches(visit.token, form.get("csrf", "")):
@@ -156,15 +156,3 @@ def action(act: Action) -> Callable[[Handler], Callable[[Console, Request], Awai
         return run
 
     return wrap
-
-
-async def posted(request: Request) -> dict[str, str] | None:
-    """The posted form, first value per name; None when unreadable."""
-    try:
-        pairs = parse_form(await read_body(request.receive, request.headers.get("content-length", "")))
-    except FormError:
-        return None
-    fields: dict[str, str] = {}
-    for name, value in pairs:
-        fields.setdefault(name, value)
-    return fields

@@ -3,6 +3,7 @@ tokens and the CSRF token each session's forms carry. No storage and no HTTP her
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import secrets
@@ -14,9 +15,14 @@ from argon2.exceptions import InvalidHashError, VerificationError
 MIN_PASSWORD = 12
 TOTP_STEP_S = 30
 _HASHER = PasswordHasher()  # Argon2id, RFC 9106's second recommended parameters (64 MiB, 3 passes)
-# A hash to verify against when the email names no operator, so that a wrong email takes as long as a
-# wrong password and sign-in does not tell which emails exist.
-_DECOY = _HASHER.hash(secrets.token_urlsafe(16))
+
+
+@functools.cache
+def _decoy() -> str:
+    """A hash to verify against when the email names no operator, so that a wrong email takes as long as
+    a wrong password and sign-in does not tell which emails exist. Made when first needed: at import it
+    cost every command and server start 155 ms."""
+    return _HASHER.hash(secrets.token_urlsafe(16))
 
 
 class WeakPassword(ValueError):
@@ -32,7 +38,7 @@ def hash_password(password: str) -> str:
 def password_matches(stored_hash: str | None, password: str) -> bool:
     """Constant work whether or not ``stored_hash`` exists (None: no such operator)."""
     try:
-        return _HASHER.verify(stored_hash or _DECOY, password) and stored_hash is not None
+        return _HASHER.verify(stored_hash or _decoy(), password) and stored_hash is not None
     except (VerificationError, InvalidHashError):
         return False
 

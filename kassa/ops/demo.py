@@ -15,13 +15,13 @@ from kassa.console import credentials
 from kassa.domain.merchants import Mode
 from kassa.domain.money import currency, format_amount
 from kassa.domain.operators import Role
-from kassa.runtime import open_store
 from kassa.settings import Settings
 from kassa.signing.control import control_of
 from kassa.storage import balances, merchant_keys
 from kassa.storage import ledger as ledger_store
 from kassa.storage import merchants as merchant_store
 from kassa.storage import operators as operator_store
+from kassa.storage.sealing import open_store
 from kassa.vault.keys import Vault, load_vault
 
 DEMO_LOGIN = "demo"

@@ -23,13 +23,14 @@ from kassa.core.errors import NotWaiting
 from kassa.domain import cards, money
 from kassa.domain import threeds_protocol as tds
 from kassa.pages.rendering import origin_source, render_page
-from kassa.pages.responses import form_fields, html, message
+from kassa.pages.responses import html, message
 from kassa.pages.steps import in_method_step, message_value, record_and_checkout, unknown_message
 from kassa.runtime import Services
 from kassa.storage.browser_context import BrowserContext, context_of_transaction
 from kassa.vault import tokens
 from kassa.web import addresses
 from kassa.web.addresses import public_base
+from kassa.web.forms import form_fields
 
 BANK = "Sandbox Bank"
 NOT_WAITING = ("Nothing to confirm", "This authentication is no longer waiting for you. Return to the shop.")

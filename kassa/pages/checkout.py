@@ -20,7 +20,7 @@ from kassa.domain.lifecycle import Stage, is_final
 from kassa.domain.transactions import Direction, TxType, rule
 from kassa.pages.redirect import final_redirect
 from kassa.pages.rendering import render_page
-from kassa.pages.responses import form_fields, html, message, see_other
+from kassa.pages.responses import html, message, see_other
 from kassa.pages.steps import message_value, record_and_checkout, unknown_message
 from kassa.runtime import Services
 from kassa.storage import authentications
@@ -33,6 +33,7 @@ from kassa.vault.tokens import SealedToken
 from kassa.web import addresses
 from kassa.web.addresses import public_base
 from kassa.web.browser_steps import acs_request, method_request
+from kassa.web.forms import form_fields
 
 GONE = (
     "This payment page is no longer available",

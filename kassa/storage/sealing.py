@@ -1,7 +1,7 @@
 """Sealing what an older Kassa stored in clear: control keys and browser-session tokens.
 
 Migration 0009 cannot do it (migrations have no vault key), so every process that opens the database
-with its vault runs ``seal_plaintext`` first (``runtime.open_store``). It is idempotent and safe to run
+with its vault runs ``seal_plaintext`` first (``open_store``). It is idempotent and safe to run
 from several processes at once: each row is cleared by an update that matches only while it still
 holds the value it read.
 """
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, select, update
 
+from kassa.settings import Settings
+from kassa.storage.database import Database, open_database
 from kassa.storage.tables import browser_sessions, merchants
 from kassa.vault import tokens
 from kassa.vault.keys import Vault, control_key_context
@@ -35,3 +37,20 @@ def seal_plaintext(conn: Connection, vault: Vault) -> int:
             .values(token_sealed=tokens.seal(vault, token).sealed, token=None)
         ).rowcount
     return sealed
+
+
+def open_store(settings: Settings, vault: Vault, threads: int) -> Database:
+    """The database whose secrets ``vault`` seals. Whatever an older Kassa left in clear is sealed first
+    (``storage/sealing.py``), so nothing after this reads a secret in clear."""
+    db = open_database(
+        settings.database_url,
+        sqlite_synchronous=settings.sqlite_synchronous,
+        sqlite_reads_in_place=settings.sqlite_reads_in_place,
+        threads=threads,
+    )
+    try:
+        db.write_sync(lambda conn: seal_plaintext(conn, vault))
+    except BaseException:
+        db.close()
+        raise
+    return db

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import unquote_plus
 
+from starlette.requests import Request
 from starlette.types import Receive, Scope
 
 MAX_BODY = 64 * 1024
@@ -73,3 +74,15 @@ def _pair(part: str) -> tuple[str, str]:
     if "%" in part or "+" in part:
         name, value = unquote_plus(name, errors="strict"), unquote_plus(value, errors="strict")
     return name, value
+
+
+async def form_fields(request: Request) -> dict[str, str] | None:
+    """A page's posted form, first value per name, or None when the body is unreadable."""
+    try:
+        pairs = parse_form(await read_body(request.receive, request.headers.get("content-length", "")))
+    except FormError:
+        return None
+    fields: dict[str, str] = {}
+    for name, value in pairs:
+        fields.setdefault(name, value)
+    return fields

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -20,18 +20,22 @@ def operator_of(shared_gateway: Gateway) -> Callable[..., Login]:
     return lambda role, **options: new_operator(shared_gateway, role, **options)
 
 
+_SIGNED_IN: dict[tuple[str, str], ConsoleClient] = {}
+
+
 @pytest.fixture
-def console_as(shared_gateway: Gateway, operator_of: Callable[..., Login]) -> Iterator[Callable[[str], ConsoleClient]]:
-    """A console client signed in as a new operator of the given role."""
-    clients: list[ConsoleClient] = []
+def console_as(shared_gateway: Gateway, operator_of: Callable[..., Login]) -> Callable[[str], ConsoleClient]:
+    """A console client signed in as an operator of the given role, one per role and gateway for the whole
+    session (a session outlives the suite): tests that sign out, lock or change an operator make their own
+    with ``operator_of``."""
 
     def sign_in(role: str) -> ConsoleClient:
-        client = ConsoleClient(shared_gateway)
-        clients.append(client)
-        answer = client.sign_in(operator_of(role))
-        assert answer.status_code == 303, answer.text
-        return client
+        key = (shared_gateway.console, role)
+        if key not in _SIGNED_IN:
+            client = ConsoleClient(shared_gateway)
+            answer = client.sign_in(operator_of(role))
+            assert answer.status_code == 303, answer.text
+            _SIGNED_IN[key] = client
+        return _SIGNED_IN[key]
 
-    yield sign_in
-    for client in clients:
-        client.close()
+    return sign_in

@@ -78,8 +78,9 @@ def test_pages_redirect_to_sign_in_without_a_session(shared_gateway: Gateway) ->
     assert answer.status_code == 303 and answer.headers["location"].startswith("/sign-in?next=/operators")
 
 
-def test_sign_out_ends_the_session(console_as: Callable[[str], ConsoleClient]) -> None:
-    client = console_as("viewer")
+def test_sign_out_ends_the_session(shared_gateway: Gateway, operator_of: Callable[..., Login]) -> None:
+    client = ConsoleClient(shared_gateway)
+    assert client.sign_in(operator_of("viewer")).status_code == 303
     cookie = client.http.cookies.get("kassa_console")
     token = csrf_of(client.get("/").text)
     assert client.http.post("/sign-out", data={"csrf": token}).status_code == 303

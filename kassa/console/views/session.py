@@ -13,11 +13,12 @@ from starlette.responses import RedirectResponse, Response
 
 from kassa.clock import now_ms
 from kassa.console import credentials
-from kassa.console.access import COOKIE, Console, Visit, action, posted
+from kassa.console.access import COOKIE, Console, Visit, action
 from kassa.console.rendering import render
 from kassa.domain.operators import Action, Role
 from kassa.storage import audit_log
 from kassa.storage import operators as operator_store
+from kassa.web.forms import form_fields
 
 PRE_COOKIE = "kassa_console_pre"  # the sign-in form's own CSRF secret, before there is a session
 _WRONG = "Wrong email, password or code."
@@ -50,7 +51,7 @@ class _Attempt:
 
 
 async def sign_in(console: Console, request: Request) -> Response:
-    form = await posted(request) or {}
+    form = await form_fields(request) or {}
     pre = request.cookies.get(PRE_COOKIE, "")
     if not pre or not credentials.csrf_matches(pre, form.get("csrf", "")):
         return await sign_in_form(console, request, "The form expired: please sign in again.", 403)

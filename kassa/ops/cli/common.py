@@ -12,10 +12,10 @@ import orjson
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
-from kassa.runtime import open_store
 from kassa.settings import Settings
 from kassa.storage import merchants as merchant_store
 from kassa.storage.database import Database
+from kassa.storage.sealing import open_store
 from kassa.vault.keys import Vault, load_vault
 
 T = TypeVar("T")
@@ -41,7 +41,7 @@ def vault() -> Vault:
 
 @contextmanager
 def database() -> Iterator[Database]:
-    """The database, with whatever an older Kassa left in clear sealed first (``runtime.open_store``)."""
+    """The database, with whatever an older Kassa left in clear sealed first (``storage.sealing.open_store``)."""
     db = open_store(settings(), vault(), threads=1)
     try:
         yield db

@@ -1,0 +1,51 @@
+"""``kassa operator create|list|disable|reset-password``: what an operator of the gateway types, and what
+the audit log keeps of it."""
+
+from __future__ import annotations
+
+import getpass
+
+import pytest
+
+from tests.support.console import ConsoleClient, Login
+from tests.support.gateway import Gateway
+
+
+def test_an_admin_is_created_with_a_password_and_a_one_time_code_secret_shown_once(shared_gateway: Gateway) -> None:
+    created = shared_gateway.cli("operator", "create", "--email", "Chief@Ops.Example", "--role", "admin")
+    assert created["email"] == "chief@ops.example" and created["role"] == "admin" and created["totp"] is True
+    assert len(created["password"]) >= 20 and created["totp_secret"]
+    assert created["totp_uri"].startswith("otpauth://totp/")
+    listed = next(o for o in shared_gateway.cli("operator", "list") if o["email"] == "chief@ops.example")
+    assert "password" not in listed and "totp_secret" not in listed
+    login = Login(created["email"], created["password"], created["totp_secret"])
+    assert ConsoleClient(shared_gateway).sign_in(login).status_code == 303
+
+
+def test_a_viewer_has_no_one_time_codes_unless_asked(shared_gateway: Gateway) -> None:
+    plain = shared_gateway.cli("operator", "create", "--email", "eyes@ops.example", "--role", "viewer")
+    asked = shared_gateway.cli("operator", "create", "--email", "eyes2@ops.example", "--role", "viewer", "--totp")
+    assert plain["totp_secret"] is None and asked["totp_secret"]
+
+
+def test_a_second_operator_with_one_email_or_a_bad_email_is_refused(shared_gateway: Gateway) -> None:
+    shared_gateway.cli("operator", "create", "--email", "twice@ops.example", "--role", "support")
+    with pytest.raises(RuntimeError, match="exists already"):
+        shared_gateway.cli("operator", "create", "--email", "TWICE@ops.example", "--role", "support")
+    with pytest.raises(RuntimeError, match="email address"):
+        shared_gateway.cli("operator", "create", "--email", "not-an-email", "--role", "support")
+
+
+def test_disable_and_reset_password_are_audited_as_the_cli_user(shared_gateway: Gateway) -> None:
+    created = shared_gateway.cli("operator", "create", "--email", "leaver@ops.example", "--role", "support")
+    assert shared_gateway.cli("operator", "disable", "--email", "leaver@ops.example")["disabled"] is True
+    reset = shared_gateway.cli("operator", "reset-password", "--email", "leaver@ops.example")
+    assert reset["disabled"] is False and reset["password"] != created["password"]
+    with pytest.raises(RuntimeError, match="no operator"):
+        shared_gateway.cli("operator", "disable", "--email", "nobody@ops.example")
+    admin = ConsoleClient(shared_gateway)
+    made = shared_gateway.cli("operator", "create", "--email", "auditor@ops.example", "--role", "admin")
+    assert admin.sign_in(Login(made["email"], made["password"], made["totp_secret"])).status_code == 303
+    audit = admin.get("/audit", actor=f"cli:{getpass.getuser()}").text
+    for action in ("operator.create", "operator.disable", "operator.reset-password"):
+        assert action in audit
