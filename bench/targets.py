@@ -119,8 +119,15 @@ def oauth_added_us(row: Row, rows: Sequence[Row]) -> float | None:
 
 
 def _oauth_cell(row: Row, rows: Sequence[Row]) -> str:
+    """The target is read on the refused rows, where signing is the only difference from the reference; a
+    create-card-ref v4 also does v4's own work beyond v2's, so its row shows what it adds, against no target."""
     added = oauth_added_us(row, rows)
-    verdict = "" if added is None else f"adds <= {OAUTH_ADDS_US:.0f} µs: {added:.0f} µs, {_met(added <= OAUTH_ADDS_US)}"
+    if added is None:
+        verdict = ""
+    elif "create-card-ref" in row.name:
+        verdict = f"adds {added:.0f} µs over v2 (signing and v4's own work)"
+    else:
+        verdict = f"adds <= {OAUTH_ADDS_US:.0f} µs: {added:.0f} µs, {_met(added <= OAUTH_ADDS_US)}"
     sale = _find(rows, "sale", row.backend)
     if sale is None or not sale.result.rps:
         return verdict
