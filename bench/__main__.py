@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench import logcost, peer, postgres, probe, report
+from bench import logcost, metricscost, peer, postgres, probe, report
 from bench.load import LoadResult, LoadSpec
 from bench.pyload import run_pyload
 from bench.scenarios import BACKENDS, SCENARIOS, Bench, Generator, Options, say
@@ -129,6 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         bench = Bench(opts, work_dir, generator(work_dir))
         rows = bench.run()
     bench.facts.append(logcost.in_own_process(opts.server_core))
+    bench.facts.append(metricscost.note(opts.server_core))
     bench.facts.append(f"the whole bench took {(time.monotonic() - started) / 60:.1f} minutes")
     print(report.table(rows))
     for note in report.notes(rows, bench.facts):

@@ -140,6 +140,8 @@ def configure(level: str = "INFO", stream: TextIO | None = None) -> None:
         logger.handlers[:] = []
         logger.propagate = True
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
+    # uvicorn tells four lines a listener at start and three at stop; `kassa serve` says in one what it serves.
+    logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
     # Alembic 1.17 announces each of its autogenerate plugins at start-up: seven lines an operator has no use for.
     logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
     try:

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
+import logging
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
-from kassa import crashpoints
+from kassa import crashpoints, metrics
 from kassa.domain.merchants import Endpoint
 from kassa.domain.recurring import Retries
 from kassa.engine.callbacks import CallbackConfig, CallbackDispatcher
+from kassa.engine.polling import Consumer
 from kassa.engine.scheduler import Scheduler
 from kassa.engine.worker import Worker, WorkerConfig
 from kassa.keyring import KeyRing
@@ -24,6 +29,8 @@ from kassa.storage.jobs import Job, Lease
 from kassa.storage.nonce_book import NonceBook
 from kassa.storage.sealing import open_store
 from kassa.vault.keys import Vault, load_vault
+
+log = logging.getLogger("kassa.runtime")
 
 
 class EndpointDirectory:
@@ -78,6 +85,25 @@ class Services:
     scheduler: Scheduler | None = None
     dispatcher: CallbackDispatcher | None = None
     limits: Limits = field(default_factory=lambda: Limits(None, None))
+    background: list[asyncio.Task[None]] = field(default_factory=list)  # the loops ``run_workers`` started
+    stopping_since: float | None = None  # ``time.monotonic()`` when the process was told to stop
+
+    @property
+    def stopping(self) -> bool:
+        return self.stopping_since is not None
+
+    def begin_stopping(self) -> None:
+        """Told first thing on SIGTERM or SIGINT: readiness turns to 503 and the grace period starts."""
+        if self.stopping_since is None:
+            self.stopping_since = time.monotonic()
+
+    def grace_left(self) -> float:
+        since = self.stopping_since if self.stopping_since is not None else time.monotonic()
+        return max(0.0, since + self.settings.shutdown_grace - time.monotonic())
+
+    def sample_figures(self) -> None:
+        """The figures this process samples rather than counts (``kassa.metrics``)."""
+        metrics.DB_CONNECTIONS_IN_USE.set(self.db.connections_in_use())
 
     def job_lease(self) -> Lease | None:
         """A lease to write a new processing job with, for the least busy worker of this process; None
@@ -161,8 +187,46 @@ def settle_garbage_collector() -> None:
 
 
 async def run_workers(services: Services, stop: asyncio.Event) -> None:
-    tasks = [worker.run(stop) for worker in services.workers]
+    """Runs this process's job workers, scheduler and callback dispatcher until ``stop``, then lets them
+    finish the work in hand within what is left of the grace period (``KASSA_SHUTDOWN_GRACE``), cuts off
+    what is not done by then, and hands back every lease they still hold: another process takes the work
+    at once instead of when the lease would have run out."""
+    loops: list[Coroutine[Any, Any, None]] = [worker.run(stop) for worker in services.workers]
     for background in (services.scheduler, services.dispatcher):
         if background is not None:
-            tasks.append(background.run(stop))
-    await asyncio.gather(*tasks)
+            loops.append(background.run(stop))
+    services.background = [asyncio.create_task(loop) for loop in loops]
+    sampler = asyncio.create_task(_sample_figures(services, stop))
+    await stop.wait()
+    services.begin_stopping()
+    _, cut_off = await asyncio.wait([*services.background, sampler], timeout=services.grace_left())
+    for task in cut_off:
+        task.cancel()
+    await asyncio.gather(*cut_off, return_exceptions=True)
+    if cut_off:
+        log.warning("stopped with work in flight after the grace period", extra={"loops": len(cut_off)})
+    await _hand_back(services)
+
+
+async def _hand_back(services: Services) -> None:
+    consumers: list[Consumer] = [*services.workers]
+    if services.dispatcher is not None:
+        consumers.append(services.dispatcher)
+    for consumer in consumers:
+        try:
+            released = await services.db.write(consumer.hand_back)
+        except Exception:  # the leases run out instead
+            log.exception("handing back leases failed", extra={"owner": consumer.owner})
+            continue
+        if released:
+            log.info("handed back leased work", extra={"owner": consumer.owner, "count": released})
+
+
+_SAMPLE_SECONDS = 1.0
+
+
+async def _sample_figures(services: Services, stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        services.sample_figures()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), _SAMPLE_SECONDS)

@@ -462,6 +462,20 @@ class Settings:
         "`kassa serve --demo` (`make serve`), which opens it at `127.0.0.1:8081`",
         shown_default="empty",
     )
+    ops: tuple[str, int] | None = setting(
+        "KASSA_OPS",
+        "",
+        optional(listen_address),
+        "`HOST:PORT` of the operations listener: `/metrics` (Prometheus), `/livez`, `/readyz` (never the API's); "
+        "empty: none, except `kassa serve --demo` (`make serve`), which opens it at `127.0.0.1:8082`",
+        shown_default="empty",
+    )
+    shutdown_grace: float = setting(
+        "KASSA_SHUTDOWN_GRACE",
+        "30",
+        _SECONDS,
+        "seconds a stopping process (SIGTERM) gives requests and jobs in flight before it cuts them off and exits",
+    )
     console_idle_minutes: float = setting(
         "KASSA_CONSOLE_IDLE_MINUTES", "30", _SECONDS, "minutes a console session lasts without a request"
     )

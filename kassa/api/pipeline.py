@@ -12,7 +12,7 @@ from functools import partial
 
 from starlette.types import Receive, Scope
 
-from kassa import randomness
+from kassa import metrics, randomness
 from kassa.api import idempotency, signatures
 from kassa.api.admission import admit, client_host, rate_limited
 from kassa.api.context import OperationRequest, PendingNonce
@@ -39,8 +39,10 @@ class Exchange:
     serial: str
     classic: bool = False
     client_orderid: str | None = None
+    error_code: int = 0  # of the refusal given, for the request's figures
 
     def refusal(self, error: ApiError) -> Answer:
+        self.error_code = int(error.code)
         fields = {"type": error.response_type, "serial-number": self.serial}
         if self.client_orderid and error.code < Code.INTERNAL:
             fields["merchant-order-id"] = self.client_orderid
@@ -60,9 +62,14 @@ async def handle(op: Operation, scope: Scope, receive: Receive, services: Servic
     except Exception:
         log.exception("request failed", extra={"operation": op.code})
         response = exchange.refusal(internal_error())
-    log_request(exchange.serial, op.code, response.status_code, started)
+    _done(exchange, op.code, response, started)
     serial_var.reset(token)
     return response
+
+
+def _done(exchange: Exchange, operation: str, answer: Answer, started: float) -> None:
+    metrics.requests.record(operation, answer.status_code, exchange.error_code, time.perf_counter() - started)
+    log_request(exchange.serial, operation, answer.status_code, started)
 
 
 def refuse_path(scope: Scope, error: ApiError) -> Answer:
@@ -73,7 +80,7 @@ def refuse_path(scope: Scope, error: ApiError) -> Answer:
     accept = request_headers(scope).get("accept", "*/*")
     exchange = Exchange(randomness.uuid4(), classic=not (accept in ("", "*/*") or wants_json(accept)))
     answer = dataclasses.replace(exchange.refusal(error), status_code=error.http_status)
-    log_request(exchange.serial, "-", answer.status_code, started)
+    _done(exchange, "-", answer, started)
     return answer
 
 

@@ -17,6 +17,7 @@ import yarl
 from aiohttp.abc import AbstractResolver
 from sqlalchemy import Connection
 
+from kassa import metrics
 from kassa.clock import now_ms
 from kassa.domain.callbacks import EXCERPT_CHARS, response_excerpt, retry_delay_ms, signed
 from kassa.engine import targets
@@ -79,6 +80,9 @@ class CallbackDispatcher(Consumer):
         if self.in_hand:
             self._recheck = True
 
+    def hand_back(self, conn: Connection) -> int:
+        return store.release(conn, self.owner)
+
     def _claim(self, conn: Connection, room: int) -> list[Due]:
         return store.claim(conn, self.owner, now_ms(), self.lease_ms, room, self.config.limits)
 
@@ -116,7 +120,10 @@ class CallbackDispatcher(Consumer):
         if attempts < self.config.max_attempts:
             delay = retry_delay_ms(attempts, self.config.base_delay_seconds, self.config.backoff)
             retry_at = attempt.at_ms + attempt.latency_ms + delay
-        await self.db.write(lambda conn: store.record(conn, due, self.owner, attempt, retry_at))
+        if await self.db.write(lambda conn: store.record(conn, due, self.owner, attempt, retry_at)):
+            metrics.callback_attempt(
+                delivered=attempt.delivered, retried=retry_at is not None, seconds=attempt.latency_ms / 1000
+            )
         log.info(
             "callback attempt",
             extra={

@@ -75,6 +75,11 @@ class Consumer:
     def found_nothing(self) -> None:
         """Told on the event loop when a claim came back empty, before the loop waits."""
 
+    def hand_back(self, conn: Connection) -> int:
+        """A unit of work releasing the leases this consumer still holds, once it has stopped: the work
+        it was handed and did not start, or was cut off in, goes to another consumer at once."""
+        return 0
+
     async def consume(
         self,
         stop: asyncio.Event,

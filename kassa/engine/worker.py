@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import orjson
 from sqlalchemy import Connection
 
+from kassa import metrics
 from kassa.clock import now_ms
 from kassa.core import authentication, outcomes
 from kassa.core.outbox import Queued
@@ -80,12 +81,15 @@ class Worker(Consumer):
         }
 
     async def run(self, stop: asyncio.Event) -> None:
-        log.info("worker started", extra={"worker": self.owner})
+        log.debug("worker started", extra={"worker": self.owner})
         await self.consume(stop, self._claim, self._run_job)
 
     def take(self, job: Job) -> None:
         """Runs a job written leased to this worker (``lease``), now committed."""
         self._take(lambda: self._run_job(job))
+
+    def hand_back(self, conn: Connection) -> int:
+        return job_queue.release(conn, self.owner)
 
     def _claim(self, conn: Connection) -> list[Job]:
         return job_queue.claim(conn, self.owner, now_ms(), self.lease_ms, _BATCH)
@@ -136,6 +140,7 @@ class Worker(Consumer):
         recorded, queued = await self.db.write(lambda conn: self._recorded(conn, job, outcome, lease))
         self._callbacks_queued(queued)
         if recorded:
+            metrics.outcome(outcome.stage.value, outcome.error_code)
             log.info(
                 "transaction processed",
                 extra={

@@ -28,6 +28,7 @@ DEMO_LOGIN = "demo"
 DEMO_BALANCE = 1_000_000  # 10,000.00 USD
 DEMO_OPERATOR = "admin@demo.kassa.local"
 CONSOLE = ("127.0.0.1", 8081)
+OPS = ("127.0.0.1", 8082)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +98,14 @@ def _available(conn: Connection, merchant_id: int) -> int:
     return next((b.available for b in balances.of_merchant(conn, merchant_id) if b.currency == "USD"), 0)
 
 
-def announce(demo: Demo, settings: Settings, host: str, port: int, console: tuple[str, int] | None) -> None:
+def announce(
+    demo: Demo,
+    settings: Settings,
+    host: str,
+    port: int,
+    console: tuple[str, int] | None,
+    ops: tuple[str, int] | None,
+) -> None:
     base = f"http://{host}:{port}{settings.prefix}"
     client_orderid = "demo-1"
     control = control_of([str(demo.endpoint_id), client_orderid, "1042", "cardholder@example.com"], demo.control_key)
@@ -122,6 +130,7 @@ def announce(demo: Demo, settings: Settings, host: str, port: int, console: tupl
                 f" {base}/api/v2/status/{demo.endpoint_id}",
                 *_oauth_lines(demo),
                 *_console_lines(demo.operator, console),
+                *_ops_lines(ops),
                 "",
             ]
         )
@@ -149,6 +158,13 @@ def _oauth_lines(demo: Demo) -> list[str]:
         "    openssl pkey -in demo-private.pem -pubout -out demo-public.pem",
         f"    kassa key add --merchant {demo.login} --mode sandbox --pem demo-public.pem",
     ]
+
+
+def _ops_lines(ops: tuple[str, int] | None) -> list[str]:
+    if ops is None:
+        return []
+    host, port = ops
+    return [f"Metrics and health: http://{host}:{port}/metrics, /livez, /readyz (docs/operations.md)"]
 
 
 def _console_lines(operator: DemoOperator | None, console: tuple[str, int] | None) -> list[str]:

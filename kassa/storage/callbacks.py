@@ -375,3 +375,13 @@ def redeliver(conn: Connection, now_ms: int, callback_id: int | None = None, ord
     if order_id is not None:
         query = query.where(callbacks.c.order_id == order_id)
     return int(conn.execute(query).rowcount)
+
+
+def release(conn: Connection, owner: str) -> int:
+    """Hands back every pending callback ``owner`` holds (a stopping dispatcher's), to be claimed at once."""
+    released = conn.execute(
+        update(callbacks)
+        .where(callbacks.c.lease_owner == owner, callbacks.c.state == PENDING)
+        .values(lease_owner=None, lease_until_ms=None)
+    )
+    return int(released.rowcount)

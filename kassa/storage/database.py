@@ -72,6 +72,13 @@ class Database:
         self.engine.dispose()
         self.writer_engine.dispose()
 
+    def connections_in_use(self) -> int:
+        """Connections checked out of this process's pools now (the SQLite writer's counts: it holds one)."""
+        return sum(_checked_out(engine) for engine in self._engines())
+
+    def _engines(self) -> tuple[Engine, ...]:
+        return (self.engine,) if self.writer_engine is self.engine else (self.engine, self.writer_engine)
+
 
 class _Pending:
     __slots__ = ("durable", "future", "loop", "unit")
@@ -261,6 +268,14 @@ class PostgresDatabase(Database):
     def close(self) -> None:
         super().close()
         self._point_engine.dispose()
+
+    def _engines(self) -> tuple[Engine, ...]:
+        return (*super()._engines(), self._point_engine)
+
+
+def _checked_out(engine: Engine) -> int:
+    checked_out = getattr(engine.pool, "checkedout", None)  # pools that keep no count have none
+    return int(checked_out()) if callable(checked_out) else 0
 
 
 class _Disconnected(Exception):

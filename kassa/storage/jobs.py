@@ -145,3 +145,12 @@ def exists(conn: Connection, transaction_id: int, kind: JobKind) -> bool:
         select(jobs.c.id).where(jobs.c.transaction_id == transaction_id, jobs.c.kind == kind.value).limit(1)
     )
     return found.first() is not None
+
+
+def release(conn: Connection, owner: str) -> int:
+    """Hands back every job ``owner`` holds, for any worker to claim at once: a stopping worker's, rather
+    than leaving them until their leases run out."""
+    released = conn.execute(
+        update(jobs).where(jobs.c.lease_owner == owner).values(lease_owner=None, lease_until_ms=None)
+    )
+    return int(released.rowcount)

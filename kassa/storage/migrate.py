@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine
 
 from kassa.storage.database import ensure_sqlite_file, sqlalchemy_url
 
 _SCRIPTS = Path(__file__).parent / "migrations"
+log = logging.getLogger("kassa.storage")
 
 
 def alembic_config(url: str) -> Config:
@@ -20,5 +27,46 @@ def alembic_config(url: str) -> Config:
 
 
 def upgrade(url: str) -> None:
+    """Applies every pending migration, Alembic telling each step (``kassa db upgrade``)."""
     ensure_sqlite_file(url)
     command.upgrade(alembic_config(url), "head")
+
+
+def upgrade_quietly(url: str) -> None:
+    """As ``upgrade``, for a server starting: one line when the schema moved, none when it was current."""
+    ensure_sqlite_file(url)
+    head = head_revision()
+    with _alembic_at(logging.WARNING):
+        before = current_revision(url)
+        if before == head:
+            return
+        command.upgrade(alembic_config(url), "head")
+    log.info("database schema upgraded", extra={"from": before or "empty", "to": head})
+
+
+def current_revision(url: str) -> str | None:
+    engine = create_engine(sqlalchemy_url(url))
+    try:
+        with engine.connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+    finally:
+        engine.dispose()
+
+
+def head_revision() -> str:
+    """The schema revision this code was written for."""
+    head = ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+    if head is None:
+        raise RuntimeError("the migrations folder has no head revision")
+    return head
+
+
+@contextlib.contextmanager
+def _alembic_at(level: int) -> Iterator[None]:
+    logger = logging.getLogger("alembic")
+    before = logger.level
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.setLevel(before)

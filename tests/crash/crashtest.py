@@ -87,7 +87,7 @@ def run(rounds: int, backend: str, threads: int = 8) -> tuple[bool, str]:
             load.stop.set()
             for client in clients:
                 client.join(30)
-            problems = _verify(gateway, merchant, load, receiver)
+            problems = verify(gateway, merchant, load, receiver)
             gateway.stop()
     if problems:
         problems.append(f"the gateway's logs are kept in {tmp}")
@@ -100,7 +100,7 @@ def run(rounds: int, backend: str, threads: int = 8) -> tuple[bool, str]:
     return not problems, summary
 
 
-def _verify(gateway: Gateway, merchant: Merchant, load: Load, receiver: Receiver) -> list[str]:
+def verify(gateway: Gateway, merchant: Merchant, load: Load, receiver: Receiver) -> list[str]:
     problems: list[str] = []
     deadline = time.monotonic() + 90
     finals: dict[str, str] = {}

@@ -3,6 +3,7 @@ merchant's developer needs, and sandbox money so that a first payout is approved
 
 from __future__ import annotations
 
+import json
 import re
 import time
 import uuid
@@ -45,3 +46,16 @@ def test_the_demo_merchant_starts_with_a_sandbox_balance_that_a_payout_draws_on(
         time.sleep(0.05)
         shown = gateway.cli("balance", "show", "--merchant", "demo")
     assert shown == [{"currency": "USD", "available": "9975.00", "reserved": "0.00"}]
+
+
+def test_starting_the_demo_prints_the_banner_and_two_log_lines_and_nothing_else(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    gateway = gateway_factory("--demo")
+    printed = _banner(gateway).splitlines()
+    logged = [json.loads(line) for line in printed if line.startswith("{")]
+    assert [entry["msg"] for entry in logged] == ["database schema upgraded", "serving"], printed
+    assert logged[1]["api"] == f"127.0.0.1:{gateway.port}" and logged[1]["ops"] == f"127.0.0.1:{gateway.ops_port}"
+    told = [line for line in printed if not line.startswith("{")]
+    assert told[0] == "Kassa sandbox is ready.", printed
+    assert not [line for line in told if "warning" in line.lower() or "deprecat" in line.lower()], told

@@ -84,6 +84,7 @@ class Gateway:
     data_dir: Path
     port: int = field(default_factory=free_port)
     console_port: int = field(default_factory=free_port)  # every test gateway has its operator console
+    ops_port: int = field(default_factory=free_port)  # and its operations listener (metrics, health)
     extra_env: dict[str, str] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
     log_path: Path = field(init=False)
@@ -102,6 +103,7 @@ class Gateway:
             KASSA_DB_THREADS="4",  # many gateways share the test server's 100 connections
             KASSA_ENDPOINT_CACHE_SECONDS="0",
             KASSA_CONSOLE=f"127.0.0.1:{self.console_port}",
+            KASSA_OPS=f"127.0.0.1:{self.ops_port}",
         )
         env.update(self.extra_env)
         return env
@@ -114,13 +116,17 @@ class Gateway:
     def console(self) -> str:
         return f"http://127.0.0.1:{self.console_port}"
 
+    @property
+    def ops(self) -> str:
+        return f"http://127.0.0.1:{self.ops_port}"
+
     def start(self, *args: str) -> Gateway:
         """Starts the gateway and waits until it answers. Tests run in parallel, so another process may
         take the port between its pick and the gateway's bind: then the gateway starts on a new one."""
         for _ in range(3):
             if self._started(args):
                 return self
-            self.port, self.console_port = free_port(), free_port()
+            self.port, self.console_port, self.ops_port = free_port(), free_port(), free_port()
         raise RuntimeError("no free port for the gateway after three tries")
 
     def _started(self, args: tuple[str, ...]) -> bool:

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import os
+import shutil
 import signal
 import socket
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import click
 
 from kassa.ops import demo
 from kassa.ops.cli.common import settings
 from kassa.settings import Settings, listen_address
+
+log = logging.getLogger("kassa.serve")
 
 
 @click.command()
@@ -36,6 +45,13 @@ from kassa.settings import Settings, listen_address
     default=None,
     help="HOST:PORT of the operator console (KASSA_CONSOLE; --demo opens it at 127.0.0.1:8081).",
 )
+@click.option(
+    "--ops",
+    "ops_address",
+    callback=lambda _c, _p, value: None if value is None else _address(value),
+    default=None,
+    help="HOST:PORT of /metrics, /livez and /readyz (KASSA_OPS; --demo opens it at 127.0.0.1:8082).",
+)
 @click.option("--demo", "with_demo", is_flag=True, help="Create a sandbox demo merchant and operator on first start.")
 def serve(
     host: str | None,
@@ -43,19 +59,42 @@ def serve(
     worker_count: int | None,
     processes: int,
     console_address: tuple[str, int] | None,
+    ops_address: tuple[str, int] | None,
     with_demo: bool,
 ) -> None:
-    """Run the API and its job workers, and the operator console when it has an address."""
-    from kassa.storage.migrate import upgrade
+    """Run the API and its job workers, and the operator console and the operations listener when they
+    have an address. SIGTERM stops gracefully; with --processes, SIGHUP restarts the processes one by one."""
+    from kassa.storage.migrate import upgrade_quietly
 
     configured = settings()
-    upgrade(configured.database_url)
+    upgrade_quietly(configured.database_url)
     host, port = host or configured.host, port or configured.port
     console = console_address or configured.console or (demo.CONSOLE if with_demo else None)
+    ops = ops_address or configured.ops or (demo.OPS if with_demo else None)
     if with_demo:
-        demo.announce(demo.ensure(configured), configured, host, port, console)
+        demo.announce(demo.ensure(configured), configured, host, port, console, ops)
     workers = configured.workers if worker_count is None else worker_count
-    _run(configured, host, port, workers, processes, console)
+    listeners = Listeners((host, port), console, ops)
+    log.info("serving", extra={**listeners.shown(), "processes": processes, "workers_per_process": workers})
+    if processes == 1:
+        _run(configured, workers, listeners, None, None)
+        return
+    with _figures_of_all_processes():
+        raise SystemExit(_supervised(configured, workers, listeners, processes))
+
+
+@dataclass(frozen=True)
+class Listeners:
+    api: tuple[str, int]
+    console: tuple[str, int] | None
+    ops: tuple[str, int] | None
+
+    def shown(self) -> dict[str, str]:
+        named = {"api": self.api, "console": self.console, "ops": self.ops}
+        return {name: f"{address[0]}:{address[1]}" for name, address in named.items() if address is not None}
+
+    def addresses(self) -> list[tuple[str, int]]:
+        return [self.api, *(address for address in (self.console, self.ops) if address is not None)]
 
 
 def _address(text: str) -> tuple[str, int]:
@@ -66,57 +105,122 @@ def _address(text: str) -> tuple[str, int]:
 
 
 def _run(
-    configured: Settings, host: str, port: int, workers: int, processes: int, console: tuple[str, int] | None
+    configured: Settings,
+    workers: int,
+    listeners: Listeners,
+    sockets: tuple[socket.socket, ...] | None,
+    on_ready: Callable[[], None] | None,
 ) -> None:
+    """One server process: the API, and the console and the operations listener when they have addresses
+    (on ``sockets`` when the parent bound them, in the order of ``Listeners.addresses``)."""
     from kassa.api.app import create_app
     from kassa.console.app import create_console
     from kassa.ops import processes as supervisor
     from kassa.ops.connections import ConnectionLimits
+    from kassa.ops.probes import create_probes
     from kassa.runtime import build_services
 
-    def run(sockets: list[socket.socket] | None, console_sockets: list[socket.socket] | None) -> None:
-        services = build_services(configured, workers)
-        companion = None
-        if console is not None:
-            companion = supervisor.Companion(create_console(services), *console, console_sockets)
-        limits = ConnectionLimits(configured.header_timeout, configured.body_timeout, configured.max_header_bytes)
-        trusted = configured.trusted_proxies
-        app = create_app(services)
-        supervisor.serve(app, host, port, sockets, trusted_proxies=trusted, limits=limits, companion=companion)
+    services = build_services(configured, workers)
+    bound = iter([[sock] for sock in sockets] if sockets else [])
+    api_sockets = next(bound, None)
+    companions = []
+    for address, make in ((listeners.console, create_console), (listeners.ops, create_probes)):
+        if address is not None:
+            companions.append(supervisor.Companion(make(services), *address, next(bound, None)))
+    limits = ConnectionLimits(configured.header_timeout, configured.body_timeout, configured.max_header_bytes)
+    supervisor.serve(
+        create_app(services),
+        *listeners.api,
+        api_sockets,
+        trusted_proxies=configured.trusted_proxies,
+        limits=limits,
+        companions=companions,
+        grace_seconds=configured.shutdown_grace,
+        on_stop=services.begin_stopping,
+        on_ready=on_ready,
+    )
 
-    if processes == 1:
-        run(None, None)
-        return
-    sockets = supervisor.listening_sockets(host, port, processes)
-    consoles = supervisor.listening_sockets(*console, processes) if console else [None] * processes
-    pairs = dict(zip(sockets, consoles, strict=True))
-    raise SystemExit(supervisor.supervise(sockets, lambda sock: run([sock], _one(pairs[sock]))))
+
+def _supervised(configured: Settings, workers: int, listeners: Listeners, processes: int) -> int:
+    from kassa.ops import processes as supervisor
+
+    per_listener = [supervisor.listening_sockets(host, port, processes) for host, port in listeners.addresses()]
+    slots = [tuple(sockets) for sockets in zip(*per_listener, strict=True)]
+
+    def forget(pid: int) -> None:
+        from prometheus_client import multiprocess
+
+        # Its live gauges go; its counts stay in the sums. (Untyped in prometheus-client 0.26.)
+        multiprocess.mark_process_dead(pid)  # type: ignore[no-untyped-call]
+
+    return supervisor.supervise(
+        slots, lambda sockets, ready: _run(configured, workers, listeners, sockets, ready), forget
+    )
 
 
-def _one(sock: socket.socket | None) -> list[socket.socket] | None:
-    return None if sock is None else [sock]
+@contextlib.contextmanager
+def _figures_of_all_processes() -> Iterator[None]:
+    """prometheus-client's multiprocess mode, for the children to add their figures up (``kassa.metrics``):
+    a directory of this server's own, empty at start and removed at the end."""
+    folder = tempfile.mkdtemp(prefix="kassa-metrics-")
+    # Read by prometheus-client when first imported, so set before (``kassa.metrics.MULTIPROCESS_DIR``).
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder
+    try:
+        yield
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @click.command()
 @click.option("--workers", "worker_count", type=click.IntRange(min=1), default=1, help="Job workers in this process.")
-def worker(worker_count: int) -> None:
-    """Run job workers alone (any number of them, on any machine sharing the database)."""
+@click.option(
+    "--ops",
+    "ops_address",
+    callback=lambda _c, _p, value: None if value is None else _address(value),
+    default=None,
+    help="HOST:PORT of /metrics, /livez and /readyz (KASSA_OPS).",
+)
+def worker(worker_count: int, ops_address: tuple[str, int] | None) -> None:
+    """Run job workers alone (any number of them, on any machine sharing the database). SIGTERM lets the
+    work in hand finish within KASSA_SHUTDOWN_GRACE and hands back the rest."""
     from kassa.runtime import build_services, run_workers, settle_garbage_collector
 
-    services = build_services(settings(), worker_count)
+    configured = settings()
+    services = build_services(configured, worker_count)
+    ops = ops_address or configured.ops
     settle_garbage_collector()
 
     async def run() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await run_workers(services, stop)
+            loop.add_signal_handler(sig, _stopper(services.begin_stopping, stop))
+        if ops is None:
+            await run_workers(services, stop)
+            return
+        from kassa.ops.probes import create_probes
+        from kassa.ops.processes import beside
+
+        probes = beside(create_probes(services), *ops)
+        serving = asyncio.create_task(probes.serve())
+        try:
+            await run_workers(services, stop)
+        finally:
+            probes.should_exit = True
+            await serving
 
     try:
         asyncio.run(run())
     finally:
         services.db.close()
+
+
+def _stopper(begin_stopping: Callable[[], None], stop: asyncio.Event) -> Callable[[], None]:
+    def stopping() -> None:
+        begin_stopping()
+        stop.set()
+
+    return stopping
 
 
 @click.group()

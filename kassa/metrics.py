@@ -1,0 +1,106 @@
+"""The gateway's figures for Prometheus: what each process counts as it works, recorded in plain calls
+that cost a few µs (``make bench``, "Metrics on the request path").
+
+The figures are prometheus-client's own metrics. A server of several processes (``kassa serve
+--processes N``) puts prometheus-client in its multiprocess mode: each process writes its figures to
+memory-mapped files in one directory that the parent made empty (``PROMETHEUS_MULTIPROC_DIR``, set
+before this module is first imported), and whichever process answers a scrape adds them up. What the
+database knows (queues, pending callbacks) is read at scrape time by ``kassa.ops.probes``, not counted.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Final
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
+from prometheus_client.multiprocess import MultiProcessCollector
+
+MULTIPROCESS_DIR: Final = "PROMETHEUS_MULTIPROC_DIR"
+
+# A ``_created`` timestamp beside every counter and histogram doubles the page for nothing Prometheus
+# needs (it tells counter resets apart by itself), and multiprocess mode has none anyway.
+disable_created_metrics()  # type: ignore[no-untyped-call]  # untyped in prometheus-client 0.26
+
+# From a status read in a millisecond to a sale waiting on a slow acquirer; callbacks wait on merchants.
+_REQUEST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_CALLBACK_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+REQUESTS: Final = Counter(
+    "kassa_requests",
+    "API requests answered, by operation, HTTP status and the contract's error-code (empty when none).",
+    ("operation", "http_status", "error_code"),
+)
+REQUEST_SECONDS: Final = Histogram(
+    "kassa_request_duration_seconds",
+    "Time from a request's arrival to its answer, by operation.",
+    ("operation",),
+    buckets=_REQUEST_BUCKETS,
+)
+OUTCOMES: Final = Counter(
+    "kassa_outcomes",
+    "Processing outcomes recorded, by the status they gave the transaction and the decline code.",
+    ("status", "decline_code"),
+)
+CALLBACK_ATTEMPTS: Final = Counter(
+    "kassa_callback_attempts",
+    "Callback delivery attempts, by result: delivered (2xx), retry (will be tried again), failed (no attempt left).",
+    ("result",),
+)
+CALLBACK_SECONDS: Final = Histogram(
+    "kassa_callback_attempt_duration_seconds",
+    "Time a callback attempt took, answered or not.",
+    buckets=_CALLBACK_BUCKETS,
+)
+DB_CONNECTIONS_IN_USE: Final = Gauge(
+    "kassa_db_connections_in_use",
+    "Database connections checked out of this server's pools, sampled each second.",
+    multiprocess_mode="livesum",
+)
+
+
+class RequestCounter:
+    """``REQUESTS`` and ``REQUEST_SECONDS`` on the request path. prometheus-client's ``labels()`` builds
+    and checks its key on every call; the children are kept here by a tuple instead."""
+
+    def __init__(self) -> None:
+        self._counts: dict[tuple[str, int, int], Counter] = {}
+        self._latency: dict[str, Histogram] = {}
+
+    def record(self, operation: str, http_status: int, error_code: int, seconds: float) -> None:
+        key = (operation, http_status, error_code)
+        count = self._counts.get(key)
+        if count is None:
+            count = self._counts[key] = REQUESTS.labels(operation, str(http_status), str(error_code or ""))
+        count.inc()
+        latency = self._latency.get(operation)
+        if latency is None:
+            latency = self._latency[operation] = REQUEST_SECONDS.labels(operation)
+        latency.observe(seconds)
+
+
+requests: Final = RequestCounter()
+
+
+def outcome(status: str, decline_code: str | None) -> None:
+    OUTCOMES.labels(status, decline_code or "").inc()
+
+
+def callback_attempt(*, delivered: bool, retried: bool, seconds: float) -> None:
+    CALLBACK_ATTEMPTS.labels("delivered" if delivered else "retry" if retried else "failed").inc()
+    CALLBACK_SECONDS.observe(seconds)
+
+
+def multiprocess() -> bool:
+    return bool(os.environ.get(MULTIPROCESS_DIR))
+
+
+def registry() -> CollectorRegistry:
+    """What a scrape reads: this process's figures, or every process's added up in multiprocess mode."""
+    if not multiprocess():
+        from prometheus_client import REGISTRY
+
+        return REGISTRY
+    combined = CollectorRegistry()
+    MultiProcessCollector(combined)  # type: ignore[no-untyped-call]  # untyped in prometheus-client 0.26
+    return combined

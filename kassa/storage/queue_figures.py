@@ -1,0 +1,37 @@
+"""How much work waits in the queues, for metrics: jobs by kind and pending callbacks, each with the age of
+the oldest that is due. Both reads use the queues' due indexes (``ix_jobs_run_at``, ``ix_callbacks_due``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, func, select
+
+from kassa.storage.tables import callbacks, jobs
+
+
+@dataclass(frozen=True, slots=True)
+class Queue:
+    waiting: int  # due now or later
+    oldest_due_age_ms: int  # how long the oldest due one has been due; 0 when none is due
+
+
+@dataclass(frozen=True, slots=True)
+class QueueFigures:
+    jobs: dict[str, Queue]
+    callbacks: Queue
+
+
+def read(conn: Connection, now_ms: int) -> QueueFigures:
+    by_kind = conn.execute(select(jobs.c.kind, func.count(), func.min(jobs.c.run_at_ms)).group_by(jobs.c.kind)).all()
+    pending = conn.execute(
+        select(func.count(), func.min(callbacks.c.next_attempt_at_ms)).where(callbacks.c.state == "pending")
+    ).one()
+    return QueueFigures(
+        {kind: Queue(count, _age(first_due, now_ms)) for kind, count, first_due in by_kind},
+        Queue(pending[0], _age(pending[1], now_ms)),
+    )
+
+
+def _age(first_due_ms: int | None, now_ms: int) -> int:
+    return 0 if first_due_ms is None else max(0, now_ms - first_due_ms)
