@@ -6,6 +6,7 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.script import ScriptDirectory
 
 from kassa.storage.database import ensure_sqlite_file, sqlalchemy_url
 
@@ -22,3 +23,9 @@ def alembic_config(url: str) -> Config:
 def upgrade(url: str) -> None:
     ensure_sqlite_file(url)
     command.upgrade(alembic_config(url), "head")
+
+
+def revisions() -> list[str]:
+    """Every schema revision this Kassa's migrations know, oldest first: the last is the head."""
+    scripts = ScriptDirectory.from_config(alembic_config("sqlite://"))
+    return [script.revision for script in reversed(list(scripts.walk_revisions()))]
