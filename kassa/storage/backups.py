@@ -67,7 +67,10 @@ def take(database: Path, target: Path, *, replace: bool = False) -> Backup:
     _check_target(database, target, replace=replace)
     if not database.is_file():
         raise BackupError(f"no database at {database} (KASSA_DATABASE_URL): nothing to back up")
-    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
+    try:
+        fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
+    except OSError as failure:
+        raise BackupError(f"cannot write in {target.parent}: {failure.strerror}") from None
     os.close(fd)
     temporary = Path(name)
     try:

@@ -127,9 +127,10 @@ def _move_aside(database: Path) -> tuple[Path, ...]:
     return tuple(moved)
 
 
-def unreadable(database: Path, vault: Vault) -> list[str]:
+def unreadable(database: Path, vault: Vault | None) -> list[str]:
     """What of the sealed data in ``database`` ``vault`` cannot open (a key other than the one it was
-    sealed with): one sample each of the merchants' control keys and the stored cards."""
+    sealed with; with no vault, all there is): one sample each of the merchants' control keys and the
+    stored cards."""
     samples = (
         (
             "the merchants' control keys",
@@ -143,7 +144,7 @@ def unreadable(database: Path, vault: Vault) -> list[str]:
         found = []
         for what, query, context in samples:
             row = conn.execute(query).fetchone()
-            if row is not None and not _opens(vault, row[1], context(row[0])):
+            if row is not None and (vault is None or not _opens(vault, row[1], context(row[0]))):
                 found.append(what)
         return found
     finally:

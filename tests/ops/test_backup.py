@@ -138,6 +138,7 @@ def test_a_backup_taken_under_load_restores_into_a_fresh_directory_where_orders_
     held = backup.read_bytes()
     key_text = (live_dir / "vault.key").read_text().strip()
     assert PAN.encode() not in held
+    assert merchant.control_key.encode() not in held
     assert key_text.encode() not in held
     assert base64.b64decode(key_text) not in held
 
@@ -241,8 +242,8 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Gateway, Path]:
         ),
         (
             "",
-            "restored, but no vault key is configured: set the key the backup was sealed with "
-            "(KASSA_VAULT_KEY, or the key file {key_file})",
+            "restored, but no vault key is configured to decrypt the merchants' control keys: set the key they "
+            "were sealed with (KASSA_VAULT_KEY, or the key file {key_file})",
         ),
     ],
     ids=["another key", "no key"],

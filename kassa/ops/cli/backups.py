@@ -96,19 +96,22 @@ def _vault_problem(configured: Settings, database: Path) -> str | None:
     it can. A missing key file is not generated here: a new key opens nothing the backup holds."""
     key_file = configured.vault_key_file
     where = f"KASSA_VAULT_KEY, or the key file {key_file}"
-    if not configured.vault_key and not key_file.exists():
-        return f"restored, but no vault key is configured: set the key the backup was sealed with ({where})"
+    configured_key = configured.vault_key or key_file.exists()
     try:
-        vault = load_vault(configured.vault_key, key_file)
+        locked = restores.unreadable(database, load_vault(configured.vault_key, key_file) if configured_key else None)
     except VaultError:
         return f"restored, but the vault key file {key_file} does not hold a key (base64 of 32 bytes)"
-    locked = restores.unreadable(database, vault)
-    if locked:
+    if not locked:
+        return None
+    sealed = " or ".join(locked)
+    if not configured_key:
         return (
-            f"restored, but the configured vault key cannot decrypt {' or '.join(locked)}: "
-            f"configure the key the backup was sealed with ({where}) before starting the gateway"
+            f"restored, but no vault key is configured to decrypt {sealed}: set the key they were sealed with ({where})"
         )
-    return None
+    return (
+        f"restored, but the configured vault key cannot decrypt {sealed}: "
+        f"configure the key the backup was sealed with ({where}) before starting the gateway"
+    )
 
 
 def _one_line(problem: Exception) -> str:
