@@ -70,3 +70,9 @@ def _alembic_at(level: int) -> Iterator[None]:
         yield
     finally:
         logger.setLevel(before)
+
+
+def revisions() -> list[str]:
+    """Every schema revision this Kassa's migrations know, oldest first: the last is the head."""
+    scripts = ScriptDirectory.from_config(alembic_config("sqlite://"))
+    return [script.revision for script in reversed(list(scripts.walk_revisions()))]
