@@ -178,7 +178,7 @@ def _figures_of_all_processes() -> Iterator[None]:
     "ops_address",
     callback=lambda _c, _p, value: None if value is None else _address(value),
     default=None,
-    help="HOST:PORT of /metrics, /livez and /readyz (KASSA_OPS).",
+    help="HOST:PORT of this worker's /metrics, /livez and /readyz (not KASSA_OPS: that is the server's).",
 )
 def worker(worker_count: int, ops_address: tuple[str, int] | None) -> None:
     """Run job workers alone (any number of them, on any machine sharing the database). SIGTERM lets the
@@ -187,7 +187,7 @@ def worker(worker_count: int, ops_address: tuple[str, int] | None) -> None:
 
     configured = settings()
     services = build_services(configured, worker_count)
-    ops = ops_address or configured.ops
+    ops = ops_address  # KASSA_OPS names the server's listener, often in an environment the workers share
     settle_garbage_collector()
 
     async def run() -> None:
