@@ -58,7 +58,7 @@ def read(unit: Callable[[Connection], T]) -> T:
     with database() as db:
         try:
             return db.read_sync(unit)
-        except merchant_store.NotFound as missing:
+        except (merchant_store.NotFound, VaultError) as missing:  # a key retired too soon: one line too
             raise click.ClickException(str(missing)) from None
 
 
@@ -66,7 +66,7 @@ def write(unit: Callable[[Connection], T], taken: str = "that name or id is alre
     with database() as db:
         try:
             return db.write_sync(unit)
-        except (merchant_store.NotFound, merchant_store.SandboxMoney) as refused:
+        except (merchant_store.NotFound, merchant_store.SandboxMoney, VaultError) as refused:
             raise click.ClickException(str(refused)) from None
         except IntegrityError:
             raise click.ClickException(taken) from None

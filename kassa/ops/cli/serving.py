@@ -9,7 +9,7 @@ import socket
 import click
 
 from kassa.ops import demo
-from kassa.ops.cli.common import settings
+from kassa.ops.cli.common import settings, vault
 from kassa.settings import Settings, listen_address
 
 
@@ -49,6 +49,7 @@ def serve(
     from kassa.storage.migrate import upgrade
 
     configured = settings()
+    vault()  # keys it cannot use (a key file's) stop it here, in one line, before any process starts
     upgrade(configured.database_url)
     host, port = host or configured.host, port or configured.port
     console = console_address or configured.console or (demo.CONSOLE if with_demo else None)
@@ -103,6 +104,7 @@ def worker(worker_count: int) -> None:
     """Run job workers alone (any number of them, on any machine sharing the database)."""
     from kassa.runtime import build_services, run_workers, settle_garbage_collector
 
+    vault()  # keys it cannot use stop it here, in one line
     services = build_services(settings(), worker_count)
     settle_garbage_collector()
 
