@@ -21,7 +21,8 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from kassa import randomness
 from kassa.vault import key_file
-from kassa.vault.keyring import Keyring, KeySource, VaultError, derive, parse
+from kassa.vault.keyring import Keyring, KeySource, derive, parse
+from kassa.vault.keyring import VaultError as VaultError  # where callers have always imported it from
 
 _FORMAT_1 = b"\x01"
 _FORMAT_2 = b"\x02"
