@@ -128,7 +128,7 @@ class Services:
 def build_services(settings: Settings, worker_count: int) -> Services:
     if settings.test_clock:  # a process whose clock tests move is a test's: it may also be told to crash
         crashpoints.arm(settings.test_crash_point)
-    vault = load_vault(settings.vault_key, settings.vault_key_file)
+    vault = load_vault(settings.vault_source)
     db = open_store(settings, vault, settings.db_threads)
     processor = SandboxProcessor(settings.sandbox_latency_ms)
     config = WorkerConfig(

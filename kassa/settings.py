@@ -19,7 +19,7 @@ from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 from kassa import crashpoints
-from kassa.vault.keys import master_key
+from kassa.vault.keyring import Keyring, KeySource, VaultError, master_key, parse
 
 T = TypeVar("T")
 Parser = Callable[[str], T]
@@ -165,6 +165,11 @@ def base64_key(text: str) -> str:
     return text
 
 
+def keyring_text(text: str) -> str:
+    parse(text)  # the vault's own rule, as for one key
+    return text
+
+
 # --- how a refused value is shown -------------------------------------------------------------------------
 
 
@@ -259,6 +264,23 @@ class Settings:
         "base64 of 32 bytes; set it (the same on every machine) for PostgreSQL deployments",
         shown_default="generated into `var/vault.key` (0600)",
         shown=_never,
+    )
+    vault_keys: str | None = setting(
+        "KASSA_VAULT_KEYS",
+        None,
+        optional(keyring_text),
+        "instead of `KASSA_VAULT_KEY`, several keys for rotation: `2:BASE64,1:BASE64`, each a version and the "
+        "base64 of 32 bytes, and `fingerprint:BASE64` once key 1 is retired (see `docs/operations.md`, *Rotating "
+        "the vault key*)",
+        shown_default="unset",
+        shown=_never,
+    )
+    vault_primary: int | None = setting(
+        "KASSA_VAULT_PRIMARY",
+        None,
+        optional(integer(1, 255)),
+        "the version of the key that seals new data; every process must know a key before it is made primary",
+        shown_default="the newest key",
     )
     prefix: str = setting("KASSA_PREFIX", "/paynet", url_prefix, "path prefix of the API (`/` allowed)")
     host: str = setting("KASSA_HOST", "127.0.0.1", host_name, "address `kassa serve` listens on (`--host`)")
@@ -522,11 +544,35 @@ class Settings:
         values: dict[str, Any] = {}
         for name, declared in declarations():
             values[name] = declared.read(source, values)
-        return cls(**values)
+        settings = cls(**values)
+        settings.configured_keyring()
+        return settings
 
     @property
     def vault_key_file(self) -> Path:
         return self.data_dir / "vault.key"
+
+    @property
+    def vault_source(self) -> KeySource:
+        """Where this process's vault keys come from (``vault.keys.load_vault``)."""
+        variable = "KASSA_VAULT_KEYS" if self.vault_keys else "KASSA_VAULT_KEY"
+        return KeySource(self.vault_keys or self.vault_key, variable, self.vault_key_file, self.vault_primary)
+
+    def configured_keyring(self) -> Keyring | None:
+        """The keyring the environment gives (None: the key file's, read when the vault is loaded), checked
+        whole: a primary it lacks or a fingerprint key it cannot give stops every command here."""
+        if self.vault_key and self.vault_keys:
+            raise SettingError(
+                "KASSA_VAULT_KEYS: set it or KASSA_VAULT_KEY, not both (KASSA_VAULT_KEY is key 1: write it as "
+                "1:BASE64 among KASSA_VAULT_KEYS)"
+            )
+        source = self.vault_source
+        if source.configured is None:
+            return None
+        try:
+            return Keyring.of(parse(source.configured), source.primary)
+        except VaultError as problem:
+            raise SettingError(f"{source.variable}: {problem}") from None
 
 
 def declarations() -> Iterator[tuple[str, Setting]]:

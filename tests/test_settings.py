@@ -141,6 +141,22 @@ def test_refused_vault_key_is_never_shown() -> None:
     assert refusal(KASSA_VAULT_KEY="not base64!") == message
 
 
+def test_refused_vault_keys_are_never_shown() -> None:
+    short_key = "c2VjcmV0LWJ1dC1zaG9ydA=="
+    assert refusal(KASSA_VAULT_KEYS=f"2:{short_key},1:{TEST_VAULT_KEY}") == (
+        "KASSA_VAULT_KEYS: key 2 must be the base64 of 32 bytes"
+    )
+
+
+def test_several_vault_keys_are_read_with_the_newest_primary_unless_one_is_named() -> None:
+    keys = f"1:{TEST_VAULT_KEY},2:{TEST_VAULT_KEY}"
+    newest = Settings.from_env({"KASSA_VAULT_KEYS": keys})
+    named = Settings.from_env({"KASSA_VAULT_KEYS": keys, "KASSA_VAULT_PRIMARY": "1"})
+    found = [settings.configured_keyring() for settings in (newest, named)]
+    assert [keyring.primary for keyring in found if keyring is not None] == [2, 1]
+    assert Settings.from_env({}).configured_keyring() is None  # the key file's, read when the vault is loaded
+
+
 @pytest.mark.parametrize(
     ("url", "message"),
     [

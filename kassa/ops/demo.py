@@ -54,7 +54,7 @@ class DemoOperator:
 
 
 def ensure(settings: Settings) -> Demo:
-    vault = load_vault(settings.vault_key, settings.vault_key_file)
+    vault = load_vault(settings.vault_source)
     db = open_store(settings, vault, threads=1)
     try:
         merchant = db.write_sync(lambda conn: _ensure(conn, vault))

@@ -142,7 +142,7 @@ def _head() -> str:
 
 
 async def _vault(services: Services) -> str:
-    """The key must open what is stored: a wrong ``KASSA_VAULT_KEY`` would fail every callback and rebill."""
+    """The keys must open what is stored: a wrong ``KASSA_VAULT_KEY(S)`` would fail every callback and rebill."""
     sealed = await services.db.read(
         lambda conn: conn.execute(
             select(merchants.c.id, merchants.c.control_key_sealed)
@@ -156,7 +156,7 @@ async def _vault(services: Services) -> str:
         services.vault.decrypt(sealed[1], control_key_context(sealed[0]))
     except Exception:
         raise CheckFailed(
-            "the vault key does not open stored data: is KASSA_VAULT_KEY the one it was stored with?"
+            "the vault keys do not open stored data: are KASSA_VAULT_KEY(S) the ones it was stored with?"
         ) from None
     return "ok"
 

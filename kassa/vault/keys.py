@@ -1,89 +1,111 @@
-"""The vault key: AES-256-GCM for card data at rest, HMAC-SHA256 for card fingerprints.
+"""The vault: AES-256-GCM for card data and other secrets at rest, HMAC-SHA256 for card fingerprints.
 
-One 32-byte master key (``KASSA_VAULT_KEY``, base64; or, for a sandbox, a 0600 key file generated on
-first start). Sub-keys for encryption and fingerprinting are derived with HKDF so one secret can never
-be used for two purposes. Every ciphertext is bound to its purpose and row by associated data, so a
-ciphertext copied into another row does not decrypt.
+Its keys are a keyring (``keyring.py``): versioned 32-byte master keys, one of them primary, from
+``KASSA_VAULT_KEYS``, ``KASSA_VAULT_KEY`` (one key, version 1) or, for a sandbox, a 0600 key file
+generated on first start (``key_file.py``). Sub-keys for encryption are derived from each master key with
+HKDF, so one secret never serves two purposes. Every ciphertext names the key it was sealed under in its
+header, so opening picks that key without trying others, and is bound to its purpose and row by
+associated data, so a ciphertext copied into another row does not open.
+
+Headers: format 1 is the byte 0x01, the nonce, the ciphertext; always key 1's: what Kassa wrote before keys
+had versions, and what key 1 still writes, so a deployment that never rotates writes exactly what older
+versions read. Format 2 is the byte 0x02, the key's version (one byte), the nonce, the ciphertext.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import hmac
-import os
-import secrets
-from pathlib import Path
 
-from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from kassa import randomness
+from kassa.vault import key_file
+from kassa.vault.keyring import Keyring, KeySource, derive, parse
+from kassa.vault.keyring import VaultError as VaultError  # where callers have always imported it from
 
-_VERSION = b"\x01"
+_FORMAT_1 = b"\x01"
+_FORMAT_2 = b"\x02"
 _NONCE_BYTES = 12
 
 
-class VaultError(ValueError):
-    pass
+class MissingKey(VaultError):
+    """A ciphertext sealed under a key this process does not have."""
+
+    def __init__(self, version: int) -> None:
+        super().__init__(
+            f"a ciphertext is sealed under vault key {version}, which is not configured "
+            "(retired before `kassa vault status` showed none left under it?)"
+        )
+        self.version = version
 
 
-def master_key(text: str) -> bytes:
-    """The 32-byte master key from its base64 text (``KASSA_VAULT_KEY``, or the key file)."""
-    try:
-        key = base64.b64decode(text, validate=True)
-    except binascii.Error:
-        key = b""
-    if len(key) != 32:
-        raise VaultError("must be the base64 of 32 bytes")
-    return key
+def header(version: int) -> bytes:
+    """What a ciphertext sealed under key ``version`` starts with."""
+    return _FORMAT_1 if version == 1 else _FORMAT_2 + bytes([version])
 
 
-def _derive(master: bytes, purpose: bytes) -> bytes:
-    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"kassa-vault/" + purpose).derive(master)
+def key_version(blob: bytes) -> int | None:
+    """The version of the key ``blob`` was sealed under (its first two bytes are enough); None when its
+    header is no format the vault knows."""
+    if blob[:1] == _FORMAT_1:
+        return 1
+    if blob[:1] == _FORMAT_2 and len(blob) > 1:
+        return blob[1]
+    return None
 
 
 class Vault:
-    def __init__(self, master_key: bytes) -> None:
-        if len(master_key) != 32:
-            raise VaultError("the vault key must be 32 bytes")
-        self._aead = AESGCM(_derive(master_key, b"aead"))
-        self._fingerprint_key = _derive(master_key, b"fingerprint")
+    def __init__(self, keys: Keyring | bytes) -> None:
+        """``keys``: a keyring, or one 32-byte master key (key 1, as ``KASSA_VAULT_KEY`` gives it)."""
+        keyring = keys if isinstance(keys, Keyring) else Keyring.single(keys)
+        self._aeads = {version: AESGCM(derive(master, b"aead")) for version, master in keyring.keys.items()}
+        self.primary = keyring.primary
+        self._header, self._sealing = header(keyring.primary), self._aeads[keyring.primary]
+        self._fingerprint_key = keyring.fingerprint_key
+
+    @property
+    def versions(self) -> tuple[int, ...]:
+        """The versions of the keys this vault opens with, oldest first."""
+        return tuple(sorted(self._aeads))
 
     def encrypt(self, plaintext: str, context: str) -> bytes:
         # Never repeated, across forks too; why not os.urandom for each: randomness.py.
         nonce = randomness.token_bytes(_NONCE_BYTES)
-        return _VERSION + nonce + self._aead.encrypt(nonce, plaintext.encode(), context.encode())
+        return self._header + nonce + self._sealing.encrypt(nonce, plaintext.encode(), context.encode())
 
     def decrypt(self, blob: bytes, context: str) -> str:
-        if blob[:1] != _VERSION:
-            raise VaultError("unknown vault ciphertext version")
-        nonce, body = blob[1 : 1 + _NONCE_BYTES], blob[1 + _NONCE_BYTES :]
-        return self._aead.decrypt(nonce, body, context.encode()).decode()
+        version = key_version(blob)
+        if version is None:
+            raise VaultError("unknown vault ciphertext format")
+        aead = self._aeads.get(version)
+        if aead is None:
+            raise MissingKey(version)
+        start = 1 if blob[:1] == _FORMAT_1 else 2
+        nonce, body = blob[start : start + _NONCE_BYTES], blob[start + _NONCE_BYTES :]
+        return aead.decrypt(nonce, body, context.encode()).decode()
+
+    def reseal(self, blob: bytes, context: str) -> bytes:
+        """``blob`` opened and sealed again under the primary key, bound to the same ``context``."""
+        return self.encrypt(self.decrypt(blob, context), context)
 
     def fingerprint(self, value: str) -> str:
         """A keyed digest: equal inputs match, but a stolen database cannot brute-force PANs from it."""
         return hmac.new(self._fingerprint_key, value.encode(), hashlib.sha256).hexdigest()
 
 
-def load_vault(configured_key: str | None, key_file: Path) -> Vault:
-    if configured_key:
-        return Vault(master_key(configured_key))
-    if not key_file.exists():
-        _create_key_file(key_file)
-    return Vault(master_key(key_file.read_text().strip()))
-
-
-def _create_key_file(key_file: Path) -> None:
-    key_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+def load_keyring(source: KeySource) -> Keyring:
+    """The keyring of ``source``; raises ``VaultError`` naming the variable or file it came from."""
+    where = source.variable if source.configured else str(source.key_file)
+    text = source.configured or key_file.read(source.key_file)
     try:
-        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another process of this deployment created it first
-        return
-    with os.fdopen(fd, "w") as handle:
-        handle.write(base64.b64encode(secrets.token_bytes(32)).decode())
+        return Keyring.of(parse(text), source.primary)
+    except VaultError as problem:
+        raise VaultError(f"{where}: {problem}") from None
+
+
+def load_vault(source: KeySource) -> Vault:
+    return Vault(load_keyring(source))
 
 
 def pan_context(merchant_id: int) -> str:

@@ -38,12 +38,12 @@ def new_token(vault: Vault) -> tuple[str, SealedToken]:
 
 def seal(vault: Vault, token: str) -> SealedToken:
     found = digest(token)
-    return SealedToken(found, vault.encrypt(token, _context(found)))
+    return SealedToken(found, vault.encrypt(token, sealing_context(found)))
 
 
 def open_token(vault: Vault, stored: SealedToken) -> str:
-    return vault.decrypt(stored.sealed, _context(stored.digest))
+    return vault.decrypt(stored.sealed, sealing_context(stored.digest))
 
 
-def _context(token_digest: str) -> str:
+def sealing_context(token_digest: str) -> str:
     return f"browser-session/{token_digest}"

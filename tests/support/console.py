@@ -39,6 +39,7 @@ def new_operator(gateway: Gateway, role: str, *, totp: bool = False) -> Login:
     tests/ops covers the command): a command's start-up cost a second a test."""
     from kassa.console import credentials
     from kassa.domain.operators import Role
+    from kassa.settings import Settings
     from kassa.storage import operators as store
     from kassa.storage.database import open_database
     from kassa.vault.keys import load_vault
@@ -46,7 +47,7 @@ def new_operator(gateway: Gateway, role: str, *, totp: bool = False) -> Login:
     email = f"{role}-{uuid.uuid4().hex[:8]}@ops.example"
     password = credentials.new_password()
     secret = credentials.new_totp_secret() if totp or role == "admin" else None
-    vault = load_vault(gateway.env["KASSA_VAULT_KEY"] or None, gateway.data_dir / "vault.key")
+    vault = load_vault(Settings.from_env(gateway.env).vault_source)
     password_hash = credentials.hash_password(password)
     db = open_database(gateway.database_url, threads=1)
     try:

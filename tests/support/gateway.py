@@ -275,12 +275,12 @@ def new_merchant(
     """A merchant with one endpoint, written straight to the gateway's database (the same rows `kassa
     merchant create` and `kassa endpoint create` write; tests/ops covers the commands themselves)."""
     from kassa.domain.merchants import Mode
+    from kassa.settings import Settings
     from kassa.storage import merchants as store
     from kassa.storage.database import open_database
     from kassa.vault.keys import load_vault
 
-    env = gateway.env
-    vault = load_vault(env["KASSA_VAULT_KEY"] or None, Path(env["KASSA_DATA_DIR"]) / "vault.key")
+    vault = load_vault(Settings.from_env(gateway.env).vault_source)
 
     def create(conn: Any) -> tuple[str, int]:
         merchant = store.create_merchant(conn, vault, login, uuid.uuid4().hex, False, 0)

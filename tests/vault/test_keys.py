@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from cryptography.exceptions import InvalidTag
 
+from kassa.vault.keyring import KeySource
 from kassa.vault.keys import Vault, load_vault
 
 
@@ -33,8 +34,8 @@ def test_same_pan_encrypts_differently_but_fingerprints_equal() -> None:
 
 
 def test_sandbox_key_file_is_generated_once_with_owner_only_permissions(tmp_path: Path) -> None:
-    key_file = tmp_path / "var" / "vault.key"
-    first = load_vault(None, key_file)
-    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    source = KeySource(None, "KASSA_VAULT_KEY", tmp_path / "var" / "vault.key", None)
+    first = load_vault(source)
+    assert stat.S_IMODE(source.key_file.stat().st_mode) == 0o600
     blob = first.encrypt("secret", "ctx")
-    assert load_vault(None, key_file).decrypt(blob, "ctx") == "secret"
+    assert load_vault(source).decrypt(blob, "ctx") == "secret"

@@ -9,7 +9,7 @@ import os
 import click
 
 from kassa import logs
-from kassa.ops.cli import backups, balances, callbacks, keys, merchants, operators, orders, recurring, serving
+from kassa.ops.cli import backups, balances, callbacks, keys, merchants, operators, orders, recurring, serving, vault
 from kassa.settings import SettingError, Settings
 
 
@@ -28,6 +28,6 @@ def main(context: click.Context) -> None:
     logs.configure(context.obj.log_level)
 
 
-for group in (serving, merchants, keys, orders, balances, recurring, callbacks, operators, backups):
+for group in (serving, merchants, keys, orders, balances, recurring, callbacks, operators, backups, vault):
     for command in group.COMMANDS:
         main.add_command(command)

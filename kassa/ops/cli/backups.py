@@ -95,12 +95,13 @@ def _vault_problem(configured: Settings, database: Path) -> str | None:
     """Why the vault key the gateway would use cannot serve the restored database, in one line; None if
     it can. A missing key file is not generated here: a new key opens nothing the backup holds."""
     key_file = configured.vault_key_file
-    where = f"KASSA_VAULT_KEY, or the key file {key_file}"
-    configured_key = configured.vault_key or key_file.exists()
+    where = f"KASSA_VAULT_KEYS or KASSA_VAULT_KEY, or the key file {key_file}"
+    source = configured.vault_source
+    configured_key = source.configured is not None or key_file.exists()
     try:
-        locked = restores.unreadable(database, load_vault(configured.vault_key, key_file) if configured_key else None)
+        locked = restores.unreadable(database, load_vault(source) if configured_key else None)
     except VaultError:
-        return f"restored, but the vault key file {key_file} does not hold a key (base64 of 32 bytes)"
+        return f"restored, but the vault key file {key_file} does not hold a usable key (one entry a line)"
     if not locked:
         return None
     sealed = " or ".join(locked)

@@ -16,6 +16,7 @@ from kassa.settings import Settings
 from kassa.storage import merchants as merchant_store
 from kassa.storage.database import Database
 from kassa.storage.sealing import open_store
+from kassa.vault.keyring import VaultError
 from kassa.vault.keys import Vault, load_vault
 
 T = TypeVar("T")
@@ -29,12 +30,15 @@ def settings() -> Settings:
 
 
 def vault() -> Vault:
-    """The vault the gateway's processes use (KASSA_VAULT_KEY, or the key file): control keys are sealed
-    with it, so a CLI with another key creates merchants no server can read. Loaded once a command."""
+    """The vault the gateway's processes use (KASSA_VAULT_KEYS, KASSA_VAULT_KEY, or the key file): control
+    keys are sealed with it, so a CLI with another key creates merchants no server can read. Loaded once a
+    command; a key file it cannot use is the command's one-line error."""
     meta = click.get_current_context().meta
     if "kassa.vault" not in meta:
-        configured = settings()
-        meta["kassa.vault"] = load_vault(configured.vault_key, configured.vault_key_file)
+        try:
+            meta["kassa.vault"] = load_vault(settings().vault_source)
+        except VaultError as problem:
+            raise click.ClickException(str(problem)) from None
     found: Vault = meta["kassa.vault"]
     return found
 
@@ -54,7 +58,7 @@ def read(unit: Callable[[Connection], T]) -> T:
     with database() as db:
         try:
             return db.read_sync(unit)
-        except merchant_store.NotFound as missing:
+        except (merchant_store.NotFound, VaultError) as missing:  # a key retired too soon: one line too
             raise click.ClickException(str(missing)) from None
 
 
@@ -62,7 +66,7 @@ def write(unit: Callable[[Connection], T], taken: str = "that name or id is alre
     with database() as db:
         try:
             return db.write_sync(unit)
-        except (merchant_store.NotFound, merchant_store.SandboxMoney) as refused:
+        except (merchant_store.NotFound, merchant_store.SandboxMoney, VaultError) as refused:
             raise click.ClickException(str(refused)) from None
         except IntegrityError:
             raise click.ClickException(taken) from None

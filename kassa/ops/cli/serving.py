@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import click
 
 from kassa.ops import demo
-from kassa.ops.cli.common import settings
+from kassa.ops.cli.common import settings, vault
 from kassa.settings import Settings, listen_address
 
 log = logging.getLogger("kassa.serve")
@@ -67,6 +67,7 @@ def serve(
     from kassa.storage.migrate import upgrade_quietly
 
     configured = settings()
+    vault()  # keys it cannot use (a key file's) stop it here, in one line, before any process starts
     upgrade_quietly(configured.database_url)
     host, port = host or configured.host, port or configured.port
     console = console_address or configured.console or (demo.CONSOLE if with_demo else None)
@@ -185,6 +186,7 @@ def worker(worker_count: int, ops_address: tuple[str, int] | None) -> None:
     work in hand finish within KASSA_SHUTDOWN_GRACE and hands back the rest."""
     from kassa.runtime import build_services, run_workers, settle_garbage_collector
 
+    vault()  # keys it cannot use stop it here, in one line
     configured = settings()
     services = build_services(configured, worker_count)
     ops = ops_address  # KASSA_OPS names the server's listener, often in an environment the workers share
