@@ -36,7 +36,7 @@ class Snapshot:
 
 
 def snapshot(url: str) -> Snapshot:
-    time.sleep(2)  # backends report their counts at most once a second, at the end of a transaction
+    time.sleep(11)  # a backend reports its counts once a second while busy, and after 10 s once idle
     rows = {name: (ins, upd, hot, dele) for name, ins, upd, hot, dele in run_sql(url, STATS)}
     [(lsn,)] = run_sql(url, "SELECT pg_current_wal_flush_lsn()::text")
     return Snapshot(rows, dict(run_sql(url, SIZES)), lsn)
@@ -55,9 +55,12 @@ def wal_of(url: str, start: str, end: str) -> Wal:
     [(data_dir,)] = run_sql(POSTGRES_ADMIN_URL, "SHOW data_directory")
     [(version,)] = run_sql(POSTGRES_ADMIN_URL, "SHOW server_version_num")
     waldump = f"/usr/lib/postgresql/{int(version) // 10000}/bin/pg_waldump"
-    dump = subprocess.run(
+    done = subprocess.run(
         [waldump, "-p", f"{data_dir}/pg_wal", "-s", start, "-e", end], capture_output=True, text=True, check=False
-    ).stdout
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"pg_waldump: {done.stderr.strip()}")
+    dump = done.stdout
     ours, images = 0, 0
     by_tx: defaultdict[str, int] = defaultdict(int)
     mine: set[str] = set()
