@@ -264,14 +264,16 @@ def test_forged_forwarded_headers_sent_straight_to_an_api_process_are_not_believ
     assert (through.status_code, through.json()["status"]) == (200, "approved"), through.text
 
 
-def test_a_client_address_forged_through_nginx_is_replaced_by_the_real_one(deployment: Deployment) -> None:
-    merchant = deployment.merchant()
-    deployment.seen.cli("merchant", "update", "--login", merchant.login, "--allow-network", "203.0.113.0/24")
-    forged = {**JSON_ACCEPT, "X-Forwarded-For": "203.0.113.7"}
-    refused = deployment.seen.post(f"/api/v2/sale/{merchant.endpoint_id}", merchant.sale_fields("xff-1"), forged)
+def test_forwarding_headers_a_client_sends_through_nginx_are_replaced(deployment: Deployment) -> None:
+    merchant, seen = deployment.merchant(), deployment.seen
+    forged = {**JSON_ACCEPT, "X-Forwarded-For": "203.0.113.7", "X-Forwarded-Host": "evil.example"}
+    form = seen.post(f"/api/v2/sale-form/{merchant.endpoint_id}", _form_fields(merchant, "xff-form"), forged)
+    assert form.json()["redirect-url"].startswith(f"{deployment.proxy.origin}/paynet/form/"), form.text
+    seen.cli("merchant", "update", "--login", merchant.login, "--allow-network", "203.0.113.0/24")
+    refused = seen.post(f"/api/v2/sale/{merchant.endpoint_id}", merchant.sale_fields("xff-1"), forged)
     assert (refused.status_code, refused.json()["error-code"]) == (400, "3"), refused.text
-    deployment.seen.cli("merchant", "update", "--login", merchant.login, "--allow-network", "127.0.0.1/32")
-    accepted = deployment.seen.post(f"/api/v2/sale/{merchant.endpoint_id}", merchant.sale_fields("xff-2"), forged)
+    seen.cli("merchant", "update", "--login", merchant.login, "--allow-network", "127.0.0.1/32")  # the real one
+    accepted = seen.post(f"/api/v2/sale/{merchant.endpoint_id}", merchant.sale_fields("xff-2"), forged)
     assert accepted.status_code == 200, accepted.text
 
 
@@ -308,3 +310,17 @@ def test_the_recipes_postgresql_settings_exist_and_take_their_values() -> None:
     for name, value in settings.items():
         if contexts[name] in ("user", "superuser"):  # the others only a restart or a reload sets
             run_sql(POSTGRES_ADMIN_URL, f"SELECT set_config('{name}', '{value}', true)")
+
+
+# --- last: it stops an API process ---------------------------------------------------------------------
+
+
+def test_with_an_api_process_stopped_nginx_sends_every_request_to_the_other(deployment: Deployment) -> None:
+    merchant = deployment.merchant()
+    before = [merchant.sale(f"stop-{n}").status_code for n in range(4)]  # nginx holds connections to both
+    deployment.apis[0].stop()
+    after = [merchant.sale(f"stopped-{n}") for n in range(8)]
+    assert before == [200] * 4
+    assert [answer.status_code for answer in after] == [200] * 8, [answer.text for answer in after]
+    finals = [merchant.wait_final(answer.json()["paynet-order-id"])["status"] for answer in after]
+    assert finals == ["approved"] * 8
