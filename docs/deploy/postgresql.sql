@@ -35,6 +35,8 @@ ALTER TABLE schedule SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_
 ALTER TABLE callbacks SET (
     autovacuum_vacuum_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.01, autovacuum_vacuum_cost_delay = 0
 );
+-- Hosted forms' and checkout pages' sessions: inserted, then marked used (never deleted by Kassa yet).
+ALTER TABLE browser_sessions SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.01);
 
 -- The big tables, which grow with every sale and see few updates (a transaction's stage, once a sale):
 -- vacuumed and analysed after 1% of new or changed rows instead of 20%, so that their visibility maps stay
