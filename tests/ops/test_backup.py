@@ -238,7 +238,8 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Gateway, Path]:
         (
             base64.b64encode(b"x" * 32).decode(),
             "restored, but the configured vault key cannot decrypt the merchants' control keys: configure the "
-            "key the backup was sealed with (KASSA_VAULT_KEYS or KASSA_VAULT_KEY, or the key file {key_file}) before starting the gateway",
+            "key the backup was sealed with (KASSA_VAULT_KEYS or KASSA_VAULT_KEY, or the key file {key_file}) "
+            "before starting the gateway",
         ),
         (
             "",

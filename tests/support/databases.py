@@ -54,3 +54,9 @@ def shop_endpoint(conn: Any) -> tuple[int, int]:
     merchant = merchant_store.create_merchant(conn, TEST_VAULT, "shop", SHOP_CONTROL_KEY, False, 0)
     spec = merchant_store.EndpointSpec(merchant.id, "USD", Mode.SANDBOX, False, "", None, None, False)
     return merchant.id, merchant_store.create_endpoint(conn, spec, 0)
+
+
+def run_script(database_url: str, script: str) -> None:
+    """Runs a file of SQL statements as ``psql -f`` does, each committed (no placeholders: a ``%`` is text)."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(script.encode())
