@@ -12,6 +12,7 @@ import socket
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 import click
 
@@ -20,6 +21,18 @@ from kassa.ops.cli.common import settings, vault
 from kassa.settings import Settings, listen_address
 
 log = logging.getLogger("kassa.serve")
+FC = TypeVar("FC", bound=Callable[..., object])
+
+
+def _address_option(flag: str, help_text: str) -> Callable[[FC], FC]:
+    """A ``HOST:PORT`` option, given to the command as ``{name}_address``: checked when parsed."""
+    return click.option(
+        flag,
+        f"{flag.removeprefix('--')}_address",
+        callback=lambda _c, _p, value: None if value is None else _address(value),
+        default=None,
+        help=help_text,
+    )
 
 
 @click.command()
@@ -38,20 +51,8 @@ log = logging.getLogger("kassa.serve")
     default=1,
     help="Server processes sharing the port (each with its own job workers); more than 1 is for PostgreSQL.",
 )
-@click.option(
-    "--console",
-    "console_address",
-    callback=lambda _c, _p, value: None if value is None else _address(value),
-    default=None,
-    help="HOST:PORT of the operator console (KASSA_CONSOLE; --demo opens it at 127.0.0.1:8081).",
-)
-@click.option(
-    "--ops",
-    "ops_address",
-    callback=lambda _c, _p, value: None if value is None else _address(value),
-    default=None,
-    help="HOST:PORT of /metrics, /livez and /readyz (KASSA_OPS; --demo opens it at 127.0.0.1:8082).",
-)
+@_address_option("--console", "HOST:PORT of the operator console (KASSA_CONSOLE; --demo opens it at 127.0.0.1:8081).")
+@_address_option("--ops", "HOST:PORT of /metrics, /livez and /readyz (KASSA_OPS; --demo opens it at 127.0.0.1:8082).")
 @click.option("--demo", "with_demo", is_flag=True, help="Create a sandbox demo merchant and operator on first start.")
 def serve(
     host: str | None,
@@ -174,12 +175,8 @@ def _figures_of_all_processes() -> Iterator[None]:
 
 @click.command()
 @click.option("--workers", "worker_count", type=click.IntRange(min=1), default=1, help="Job workers in this process.")
-@click.option(
-    "--ops",
-    "ops_address",
-    callback=lambda _c, _p, value: None if value is None else _address(value),
-    default=None,
-    help="HOST:PORT of this worker's /metrics, /livez and /readyz (not KASSA_OPS: that is the server's).",
+@_address_option(
+    "--ops", "HOST:PORT of this worker's /metrics, /livez and /readyz (not KASSA_OPS: that is the server's)."
 )
 def worker(worker_count: int, ops_address: tuple[str, int] | None) -> None:
     """Run job workers alone (any number of them, on any machine sharing the database). SIGTERM lets the
