@@ -49,6 +49,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._head_bytes = 0
         self._timer: asyncio.TimerHandle | None = None
         self._refused = False
+        self._last_request = False  # the server is stopping: close once this request is answered
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -86,6 +87,21 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self._refuse(431, "Request Header Fields Too Large")
             return
         super().on_headers_complete()
+        if self._last_request and self.cycle is not None:
+            self.cycle.keep_alive = False
+
+    def shutdown(self) -> None:
+        """The server is stopping. uvicorn closes every connection with no request in progress, which
+        drops one accepted a moment before the listener closed and whose request has not arrived whole
+        yet: its client sent it to a listening server and gets no answer. Such a request is answered
+        (with ``Connection: close``) like one in progress; the head timeout bounds the wait for it. An
+        idle kept-alive connection that has begun no request is closed, as HTTP lets a server do."""
+        no_request_yet = self.cycle is None
+        request_begun = self.cycle is not None and self.cycle.response_complete and self._head_bytes > 0
+        if no_request_yet or request_begun:
+            self._last_request = True
+            return
+        super().shutdown()
 
     def on_body(self, body: bytes) -> None:
         if not self._refused:

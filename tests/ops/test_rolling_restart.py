@@ -70,10 +70,10 @@ def test_a_rolling_restart_under_load_fails_no_request_and_loses_or_doubles_noth
         load = CountingLoad(merchant, receiver.url)
         clients = load.run(6)
         children = children_of(gateway.process.pid)
-        for round_ in range(1, 3):
+        for round_ in range(1, 4):
             load_reaches(load, 20 * round_)
             children = restarted(gateway, children)
-        load_reaches(load, 60)
+        load_reaches(load, 80)
         load.stop.set()
         for client in clients:
             client.join(30)

@@ -192,7 +192,14 @@ class ProxiedGateway(Gateway):
 
     @classmethod
     def of(cls, gateway: Gateway, proxy: Proxy) -> ProxiedGateway:
-        seen = cls(gateway.database_url, gateway.data_dir, gateway.port, gateway.console_port, gateway.extra_env)
+        seen = cls(
+            gateway.database_url,
+            gateway.data_dir,
+            port=gateway.port,
+            console_port=gateway.console_port,
+            ops_port=gateway.ops_port,
+            extra_env=gateway.extra_env,
+        )
         seen.proxy = proxy
         return seen
 
