@@ -11,7 +11,8 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
 
 from kassa.storage.database import ensure_sqlite_file, sqlalchemy_url
 
@@ -26,22 +27,49 @@ def alembic_config(url: str) -> Config:
     return config
 
 
+# Any number, the same in every process: PostgreSQL's advisory locks are named by one.
+_MIGRATION_LOCK = 0x6B61_7373_6100
+
+
 def upgrade(url: str) -> None:
     """Applies every pending migration, Alembic telling each step (``kassa db upgrade``)."""
     ensure_sqlite_file(url)
-    command.upgrade(alembic_config(url), "head")
+    with _one_at_a_time(url):
+        command.upgrade(alembic_config(url), "head")
 
 
 def upgrade_quietly(url: str) -> None:
     """As ``upgrade``, for a server starting: one line when the schema moved, none when it was current."""
     ensure_sqlite_file(url)
     head = head_revision()
-    with _alembic_at(logging.WARNING):
+    with _alembic_at(logging.WARNING), _one_at_a_time(url):
         before = current_revision(url)
         if before == head:
             return
         command.upgrade(alembic_config(url), "head")
     log.info("database schema upgraded", extra={"from": before or "empty", "to": head})
+
+
+@contextlib.contextmanager
+def _one_at_a_time(url: str) -> Iterator[None]:
+    """Servers of one deployment starting together each upgrade: on PostgreSQL one migrates while the others
+    wait for it, then find the schema current (unserialized, the second failed creating a table the first
+    had made). SQLite's one writer serializes them already."""
+    if not url.startswith("postgresql"):
+        yield
+        return
+    engine = create_engine(sqlalchemy_url(url), poolclass=NullPool)
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": _MIGRATION_LOCK})
+            conn.commit()
+            try:
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _MIGRATION_LOCK})
+                conn.commit()
+    finally:
+        engine.dispose()
 
 
 def current_revision(url: str) -> str | None:
