@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import time
 import uuid
 from collections.abc import Callable
@@ -59,3 +60,12 @@ def test_starting_the_demo_prints_the_banner_and_two_log_lines_and_nothing_else(
     told = [line for line in printed if not line.startswith("{")]
     assert told[0] == "Kassa sandbox is ready.", printed
     assert not [line for line in told if "warning" in line.lower() or "deprecat" in line.lower()], told
+
+
+def test_ctrl_c_stops_the_demo_quietly(gateway_factory: Callable[..., Gateway]) -> None:
+    gateway = gateway_factory("--demo")
+    _banner(gateway)
+    assert gateway.process is not None
+    gateway.process.send_signal(signal.SIGINT)
+    assert gateway.process.wait(30) == 0
+    assert "Aborted" not in gateway.log_text()

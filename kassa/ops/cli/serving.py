@@ -79,7 +79,9 @@ def serve(
     listeners = Listeners((host, port), console, ops)
     log.info("serving", extra={**listeners.shown(), "processes": processes, "workers_per_process": workers})
     if processes == 1:
-        _run(configured, workers, listeners, None, None)
+        # Ctrl-C: uvicorn has stopped gracefully, then raised the interrupt again for click to print "Aborted!"
+        with contextlib.suppress(KeyboardInterrupt):
+            _run(configured, workers, listeners, None, None)
         return
     with _figures_of_all_processes():
         raise SystemExit(_supervised(configured, workers, listeners, processes))
