@@ -60,7 +60,7 @@ def open_payout(conn: Connection, new: NewOrder, destination: NewDestination | N
     order_id, tx_id = started.order_id, started.transaction_id
     if destination is not None:
         conn.execute(insert(payout_destinations).values(order_id=order_id, **dataclasses.asdict(destination)))
-    order = {"id": order_id, "merchant_id": new.merchant_id, "currency": new.currency}
+    order = order_store.lock_order(conn, order_id)  # with the mode it was written in: whose balance it draws on
     if (declined := _declined_uncovered(conn, order, new.tx_type, tx_id, new.amount, new.now_ms)) is not None:
         # A payout form's page then shows the outcome and takes the recipient back to the merchant.
         return OpenedPayout(opening.open_form(conn, new, started) if new.hosted else started, declined)

@@ -11,13 +11,14 @@ from sqlalchemy import Connection, bindparam, func, insert, literal_column, sele
 from kassa import randomness
 from kassa.domain.ledger import Account, Balances, Posting, replay
 from kassa.domain.lifecycle import Stage
+from kassa.domain.merchants import Mode
 from kassa.domain.transactions import SETTLING, TxType
 from kassa.storage import balances
 from kassa.storage.prepared import Prepared, Record
 from kassa.storage.tables import balance_adjustments, endpoints, ledger_entries, orders, transactions
 
 _ENTRY_COLUMNS = (
-    "merchant_id", "currency", "account", "amount", "order_id", "transaction_id", "adjustment_id", "posting"
+    "merchant_id", "currency", "mode", "account", "amount", "order_id", "transaction_id", "adjustment_id", "posting"
 )  # fmt: skip
 _INSERT_ENTRY = Prepared(
     insert(ledger_entries).values(
@@ -27,36 +28,42 @@ _INSERT_ENTRY = Prepared(
 
 
 def post(conn: Connection, order: Record, transaction_id: int | None, posting: Posting, now_ms: int) -> None:
-    """Writes the posting, and moves the merchant's balance by what it puts on the balance's accounts."""
+    """Writes the posting in the order's mode, and moves the merchant's balance of that mode by what it
+    puts on the balance's accounts."""
     if posting:
         _insert(conn, order, transaction_id, None, posting, now_ms)
-        balances.move(conn, order["merchant_id"], order["currency"], *_balance_deltas(posting), now_ms)
+        balances.move(conn, _owner(order), *_balance_deltas(posting), now_ms)
 
 
 def post_if_covered(conn: Connection, order: Record, transaction_id: int, posting: Posting, now_ms: int) -> bool:
-    """``post``, only if the merchant's available balance covers what the posting takes from it (a payout's
-    reservation); whether it was written."""
-    merchant_id, currency = order["merchant_id"], order["currency"]
-    if not balances.take(conn, merchant_id, currency, *_balance_deltas(posting), now_ms):
+    """``post``, only if the merchant's available balance of the order's mode covers what the posting takes
+    from it (a payout's reservation); whether it was written."""
+    if not balances.take(conn, _owner(order), *_balance_deltas(posting), now_ms):
         return False
     _insert(conn, order, transaction_id, None, posting, now_ms)
     return True
 
 
+def _owner(order: Record) -> balances.Owner:
+    return balances.Owner(order["merchant_id"], order["currency"], Mode(order["mode"]))
+
+
 def adjust(conn: Connection, merchant_id: int, currency: str, amount: int, reason: str, now_ms: int) -> bool:
-    """An operator's credit (``amount`` > 0) or debit of the available balance, posted against the
-    outside world; a debit beyond the available balance is not written (False)."""
-    if amount < 0 and not balances.take(conn, merchant_id, currency, amount, 0, now_ms):
+    """An operator's credit (``amount`` > 0) or debit of the sandbox balance, posted against the outside
+    world; a debit beyond the available balance is not written (False). Nobody adjusts a live balance:
+    it moves with real money alone."""
+    owner = balances.Owner(merchant_id, currency, Mode.SANDBOX)
+    if amount < 0 and not balances.take(conn, owner, amount, 0, now_ms):
         return False
     if amount > 0:
-        balances.move(conn, merchant_id, currency, amount, 0, now_ms)
+        balances.move(conn, owner, amount, 0, now_ms)
     adjustment_id = conn.execute(
         insert(balance_adjustments)
         .values(merchant_id=merchant_id, currency=currency, amount=amount, reason=reason, created_at_ms=now_ms)
         .returning(balance_adjustments.c.id)
     ).scalar_one()
-    owner = {"merchant_id": merchant_id, "currency": currency, "id": None}
-    _insert(conn, owner, None, adjustment_id, [(Account.EXTERNAL, -amount), (Account.SETTLED, amount)], now_ms)
+    entry_owner = {"merchant_id": merchant_id, "currency": currency, "mode": Mode.SANDBOX.value, "id": None}
+    _insert(conn, entry_owner, None, adjustment_id, [(Account.EXTERNAL, -amount), (Account.SETTLED, amount)], now_ms)
     return True
 
 
@@ -80,6 +87,7 @@ def _insert(
     entry = {
         "merchant_id": order["merchant_id"],
         "currency": order["currency"],
+        "mode": order["mode"],
         "order_id": order["id"],
         "transaction_id": transaction_id,
         "adjustment_id": adjustment_id,
@@ -109,6 +117,7 @@ def order_entries(conn: Connection, order_id: int) -> list[Record]:
 @dataclass(frozen=True, slots=True)
 class CurrencyBalance:
     currency: str
+    mode: Mode
     held: int
     captured: int
     settled: int
@@ -123,18 +132,21 @@ _LOW = func.sum(ledger_entries.c.amount.op("&")(literal_column("4294967295")))
 
 
 def merchant_balances(conn: Connection, merchant_id: int) -> list[CurrencyBalance]:
+    """The merchant's accounts per currency and mode, sandbox before live."""
+    e = ledger_entries.c
     rows = conn.execute(
-        select(ledger_entries.c.currency, ledger_entries.c.account, _HIGH, _LOW)
-        .where(ledger_entries.c.merchant_id == merchant_id)
-        .group_by(ledger_entries.c.currency, ledger_entries.c.account)
+        select(e.currency, e.mode, e.account, _HIGH, _LOW)
+        .where(e.merchant_id == merchant_id)
+        .group_by(e.currency, e.mode, e.account)
     ).all()
-    sums: dict[str, dict[Account, int]] = defaultdict(dict)
-    for currency, account, high, low in rows:
-        sums[currency][Account(account)] = (int(high) << 32) + int(low)
-    return [
-        CurrencyBalance(currency, b.held, b.captured, b.settled, b.reserved)
-        for currency, b in sorted((c, Balances.of(s)) for c, s in sums.items())
-    ]
+    sums: dict[tuple[str, Mode], dict[Account, int]] = defaultdict(dict)
+    for currency, mode, account, high, low in rows:
+        sums[(currency, Mode(mode))][Account(account)] = (int(high) << 32) + int(low)
+    shown = []
+    for currency, mode in sorted(sums, key=lambda key: (key[0], key[1] is Mode.LIVE)):
+        b = Balances.of(sums[(currency, mode)])
+        shown.append(CurrencyBalance(currency, mode, b.held, b.captured, b.settled, b.reserved))
+    return shown
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +156,7 @@ class Entry:
     id: int
     created_at_ms: int
     currency: str
+    mode: str
     account: str
     amount: int
     order_id: int | None
@@ -159,6 +172,7 @@ def merchant_entries(conn: Connection, merchant_id: int, before_id: int | None, 
             ledger_entries.c.id,
             ledger_entries.c.created_at_ms,
             ledger_entries.c.currency,
+            ledger_entries.c.mode,
             ledger_entries.c.account,
             ledger_entries.c.amount,
             ledger_entries.c.order_id,
@@ -173,18 +187,30 @@ def merchant_entries(conn: Connection, merchant_id: int, before_id: int | None, 
     )
     if before_id is not None:
         query = query.where(ledger_entries.c.id < before_id)
-    return [Entry(*row) for row in conn.execute(query)]
+    return [Entry(**row) for row in conn.execute(query).mappings()]
 
 
 def check(conn: Connection) -> list[str]:
-    """Every problem found: postings that do not balance, orders whose ledger balances disagree with what
-    their transactions should have produced, and merchants' balances that are not their ledger's sums."""
+    """Every problem found: postings that do not balance or mix sandbox and live money, entries in another
+    mode than their order's, orders whose ledger balances disagree with what their transactions should
+    have produced, and merchants' balances that are not their ledger's sums."""
+    e = ledger_entries.c
     problems = [
         f"posting {posting} does not sum to zero ({total})"
         for posting, total in conn.execute(
-            select(ledger_entries.c.posting, func.sum(ledger_entries.c.amount))
-            .group_by(ledger_entries.c.posting)
-            .having(func.sum(ledger_entries.c.amount) != 0)
+            select(e.posting, func.sum(e.amount)).group_by(e.posting).having(func.sum(e.amount) != 0)
+        )
+    ]
+    problems += [
+        f"posting {posting} mixes sandbox and live money"
+        for (posting,) in conn.execute(select(e.posting).group_by(e.posting).having(func.count(e.mode.distinct()) > 1))
+    ]
+    problems += [
+        f"ledger entry {entry_id} is {mode} money of a {order_mode} order ({order_id})"
+        for entry_id, mode, order_id, order_mode in conn.execute(
+            select(e.id, e.mode, orders.c.id, orders.c.mode)
+            .join(orders, orders.c.id == e.order_id)
+            .where(e.mode != orders.c.mode)
         )
     ]
     return problems + _order_problems(conn) + _balance_problems(conn)
@@ -227,23 +253,24 @@ def _order_problems(conn: Connection) -> list[str]:
 
 
 def _balance_problems(conn: Connection) -> list[str]:
-    """The balances kept per merchant and currency against the sums of their accounts' entries."""
-    sums: dict[tuple[int, str], dict[str, int]] = defaultdict(dict)
-    for merchant_id, currency, account, high, low in conn.execute(
-        select(ledger_entries.c.merchant_id, ledger_entries.c.currency, ledger_entries.c.account, _HIGH, _LOW)
-        .where(ledger_entries.c.account.in_([Account.SETTLED.value, Account.RESERVED.value]))
-        .group_by(ledger_entries.c.merchant_id, ledger_entries.c.currency, ledger_entries.c.account)
+    """The balances kept per merchant, currency and mode against the sums of their accounts' entries."""
+    e = ledger_entries.c
+    sums: dict[tuple[int, str, str], dict[str, int]] = defaultdict(dict)
+    for merchant_id, currency, mode, account, high, low in conn.execute(
+        select(e.merchant_id, e.currency, e.mode, e.account, _HIGH, _LOW)
+        .where(e.account.in_([Account.SETTLED.value, Account.RESERVED.value]))
+        .group_by(e.merchant_id, e.currency, e.mode, e.account)
     ):
-        sums[(merchant_id, currency)][account] = (int(high) << 32) + int(low)
+        sums[(merchant_id, currency, mode)][account] = (int(high) << 32) + int(low)
     kept = balances.all_balances(conn)
     problems = []
     for key in sorted(set(sums) | set(kept)):
         entries = sums.get(key, {})
         expected = (entries.get(Account.SETTLED.value, 0), entries.get(Account.RESERVED.value, 0))
         if kept.get(key, (0, 0)) != expected:
-            merchant_id, currency = key
+            merchant_id, currency, mode = key
             problems.append(
-                f"merchant {merchant_id} {currency}: balance (available, reserved) {kept.get(key, (0, 0))}"
+                f"merchant {merchant_id} {currency} {mode}: balance (available, reserved) {kept.get(key, (0, 0))}"
                 f" but the ledger's entries give {expected}"
             )
     return problems

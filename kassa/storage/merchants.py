@@ -9,7 +9,7 @@ from sqlalchemy import Connection, case, func, insert, select, update
 
 from kassa.domain.merchants import Endpoint, Merchant, Mode, Network, parse_network
 from kassa.storage.prepared import Record
-from kassa.storage.tables import balances, endpoints, group_members, merchants
+from kassa.storage.tables import endpoints, group_members, merchants
 from kassa.vault.keys import Vault, control_key_context
 
 
@@ -72,28 +72,7 @@ class EndpointSpec:
     replay_window_seconds: int = 0
 
 
-class SandboxMoney(ValueError):
-    """A merchant's first live endpoint asked for while it holds money: balances are per merchant and
-    currency, not per mode, so money credited or earned in the sandbox would fund live payouts."""
-
-
-def _refuse_sandbox_money_going_live(conn: Connection, merchant_id: int, mode: Mode, endpoint_id: int | None) -> None:
-    if mode is not Mode.LIVE or has_live_endpoint(conn, merchant_id, other_than=endpoint_id):
-        return
-    held = conn.execute(
-        select(func.count())
-        .select_from(balances)
-        .where(balances.c.merchant_id == merchant_id, (balances.c.available != 0) | (balances.c.reserved != 0))
-    ).scalar_one()
-    if held:
-        raise SandboxMoney(
-            "the merchant holds sandbox money: debit its balances to zero (kassa balance debit) before its first "
-            "live endpoint, so that no sandbox credit or sale funds a live payout"
-        )
-
-
 def create_endpoint(conn: Connection, spec: EndpointSpec, now_ms: int) -> int:
-    _refuse_sandbox_money_going_live(conn, spec.merchant_id, spec.mode, None)
     values = {
         "merchant_id": spec.merchant_id,
         "kind": "endpoint",
@@ -161,9 +140,6 @@ def update_endpoint(conn: Connection, vault: Vault, endpoint_id: int, **changes:
     row = _endpoint_row(conn, endpoint_id)
     if row["kind"] == "group":
         raise NotFound(f"{endpoint_id} is a group: change its member endpoints")
-    mode = changes.get("mode")
-    if isinstance(mode, Mode):
-        _refuse_sandbox_money_going_live(conn, row["merchant_id"], mode, endpoint_id)
     values = {name: value.value if isinstance(value, Mode) else value for name, value in changes.items()}
     if values:
         conn.execute(update(endpoints).where(endpoints.c.id == endpoint_id).values(**values))

@@ -101,7 +101,10 @@ _CARD_FIELDS = tuple(f.name for f in dataclasses.fields(NewCard))
 _CARD_VALUES = _values("merchant_id", "created_at_ms", *_CARD_FIELDS)
 _INSERT_CARD = Prepared(insert(cards).values(_CARD_VALUES).returning(cards.c.id))
 _DELETE_CARD = Prepared(delete(cards).where(cards.c.id == bindparam("card_id")))
-_ORDER_VALUES = _values(
+# An order takes its endpoint's mode from the endpoint's row as it is written, so no caller can get it
+# wrong and no later change of the endpoint moves it (``tables.orders``).
+_ENDPOINT_MODE = select(endpoints.c.mode).where(endpoints.c.id == bindparam("endpoint_id")).scalar_subquery()
+_ORDER_VALUES: dict[str, Any] = {"mode": _ENDPOINT_MODE} | _values(
     "merchant_id",
     "endpoint_id",
     "client_orderid",
@@ -158,10 +161,10 @@ WITH card AS (
 ), started AS (
     INSERT INTO orders (merchant_id, endpoint_id, client_orderid, tx_type, amount, currency, card_id, email,
                         order_desc, customer, redirect_url, server_callback_url, notify_url, merchant_data,
-                        request_fingerprint, created_at_ms)
+                        request_fingerprint, created_at_ms, mode)
     SELECT :merchant_id, :endpoint_id, :client_orderid, :tx_type, :amount, :currency, card.id, :email,
            :order_desc, :customer, :redirect_url, :server_callback_url, :notify_url, :merchant_data,
-           :request_fingerprint, :created_at_ms
+           :request_fingerprint, :created_at_ms, (SELECT mode FROM endpoints WHERE id = :endpoint_id)
     FROM card
     ON CONFLICT (endpoint_id, client_orderid) DO NOTHING
     RETURNING id

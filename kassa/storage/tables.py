@@ -111,6 +111,10 @@ orders = Table(
     Column("merchant_data", Text),
     Column("request_fingerprint", String(64), nullable=False),
     Column("created_at_ms", BigInteger, nullable=False),
+    # The endpoint's mode when the order was made, never changed after: the ledger and balance its money
+    # moves on. Sandbox and live money meet nowhere, even when an endpoint later changes its mode. Every
+    # insert names it (from the endpoint's row); the default is for the rows of before migration 0016.
+    Column("mode", String(16), nullable=False, server_default="sandbox"),
     UniqueConstraint("endpoint_id", "client_orderid", name="uq_orders_endpoint_client_orderid"),
     Index("ix_orders_merchant_created", "merchant_id", "created_at_ms"),
     # The console's searches across merchants: by client_orderid, by card, by date.
@@ -248,6 +252,9 @@ ledger_entries = Table(
     Column("merchant_id", ForeignKey("merchants.id"), nullable=False),
     Column("currency", String(3), nullable=False),
     Column("account", String(16), nullable=False),
+    # Sandbox and live money are two ledgers: an entry's mode is its order's (sandbox for an operator's
+    # adjustment), and a posting never mixes them. The default is for the rows of before migration 0016.
+    Column("mode", String(16), nullable=False, server_default="sandbox"),
     Column("amount", BigInteger, nullable=False),  # signed minor units
     Column("order_id", ForeignKey("orders.id")),  # none for an operator's adjustment
     Column("transaction_id", ForeignKey("transactions.id")),  # none for settlement
@@ -259,13 +266,15 @@ ledger_entries = Table(
     sqlite_autoincrement=True,
 )
 
-# A merchant's balance per currency: the sums of its ledger's ``settled`` (available) and ``reserved``
-# accounts, kept by every posting on them. Payouts of one merchant and currency serialize on its row.
+# A merchant's balance per currency and mode: the sums of its ledger's ``settled`` (available) and
+# ``reserved`` accounts in that mode, kept by every posting on them. Payouts of one merchant, currency and
+# mode serialize on its row; a live payout can only ever take from the live row.
 balances = Table(
     "balances",
     metadata,
     Column("merchant_id", ForeignKey("merchants.id"), primary_key=True),
     Column("currency", String(3), primary_key=True),
+    Column("mode", String(16), primary_key=True),
     Column("available", BigInteger, nullable=False),
     Column("reserved", BigInteger, nullable=False),
     Column("updated_at_ms", BigInteger, nullable=False),

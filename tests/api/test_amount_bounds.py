@@ -30,6 +30,7 @@ def test_many_sales_at_the_largest_amount_keep_the_ledger_commands_working(
     [balance] = shop.gateway.cli("ledger", "balance", "--merchant", shop.login)
     assert balance == {
         "currency": "KWD",
+        "mode": "sandbox",
         "held": "0.000",
         "captured_unsettled": "12000000000.000",
         "settled": "0.000",

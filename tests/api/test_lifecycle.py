@@ -131,7 +131,8 @@ def test_ledger_balance_shows_held_captured_and_settled(make_merchant: Callable[
     approved_order(merchant, "lb-2", amount="20.00")
     [usd] = merchant.gateway.cli("ledger", "balance", "--merchant", merchant.login)
     assert usd == {
-        "currency": "USD", "held": "50.00", "captured_unsettled": "20.00", "settled": "0.00", "reserved": "0.00"
+        "currency": "USD", "mode": "sandbox", "held": "50.00", "captured_unsettled": "20.00", "settled": "0.00",
+        "reserved": "0.00",
     }  # fmt: skip
     merchant.gateway.cli("settle", "--endpoint", str(merchant.endpoint_id))
     [usd] = merchant.gateway.cli("ledger", "balance", "--merchant", merchant.login)

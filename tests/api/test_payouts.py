@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from tests.support.cards import pan_ending
+from tests.support.databases import run_sql
 from tests.support.gateway import Gateway, Merchant, cli_run, new_merchant
 from tests.support.oauth import key_pair, register_key, signed_post
 from tests.support.operations import LEDGER_OK, ledger_check
@@ -43,7 +44,7 @@ def credit(m: Merchant, amount: str) -> None:
 
 def available(m: Merchant) -> str:
     shown = m.gateway.cli("balance", "show", "--merchant", m.login)
-    return next((b["available"] for b in shown if b["currency"] == m.currency), "none")
+    return next((b["available"] for b in shown if b["currency"] == m.currency and b["mode"] == "sandbox"), "none")
 
 
 @pytest.fixture
@@ -252,12 +253,58 @@ def test_the_v4_bank_payout_of_the_original_gateways_example_answers_its_payout_
     assert available(payer) == "87.50"
 
 
-def test_an_operator_cannot_credit_a_merchant_with_live_endpoints(shared_gateway: Gateway) -> None:
-    live = new_merchant(shared_gateway, f"live-{uuid.uuid4().hex[:6]}", live=True)
-    done = cli_run(shared_gateway, "balance", "credit", "--merchant", live.login, "--currency", "USD",
-                   "--amount", "10.00", "--reason", "test")  # fmt: skip
-    assert done.returncode != 0
-    assert "live" in done.stderr
+def live_endpoint_of(m: Merchant) -> Merchant:
+    """The merchant's new live endpoint in its currency, as an operator creates it."""
+    created = m.gateway.cli("endpoint", "create", "--merchant", m.login, "--currency", m.currency, "--mode", "live")
+    return Merchant(m.gateway, m.login, m.control_key, created["id"], m.currency)
+
+
+def balances_of(m: Merchant) -> dict[str, str]:
+    """The available balance of each mode in the merchant's currency, as `kassa balance show` tells it."""
+    shown = m.gateway.cli("balance", "show", "--merchant", m.login)
+    return {b["mode"]: b["available"] for b in shown if b["currency"] == m.currency}
+
+
+def test_settled_test_card_sales_never_fund_a_live_payout(make_merchant: Callable[..., Merchant]) -> None:
+    from tests.support.operations import approved_order
+
+    sandbox = make_merchant()
+    approved_order(sandbox, f"big-{uuid.uuid4().hex[:6]}", amount="5000.00")
+    live = live_endpoint_of(sandbox)  # while the sale is approved and unsettled, and the balance is 0.00
+    sandbox.gateway.cli("settle", "--endpoint", str(sandbox.endpoint_id))
+    status = outcome(live, payout(live, CARD, "4000.00"))
+    assert (status["status"], status["error-code"]) == ("declined", "116")
+    assert balances_of(sandbox) == {"sandbox": "5000.00"}
+    assert ledger_check(sandbox) == LEDGER_OK
+
+
+def test_a_sandbox_endpoint_turned_live_settles_its_sandbox_sales_into_the_sandbox_balance(
+    make_merchant: Callable[..., Merchant],
+) -> None:
+    from tests.support.operations import approved_order
+
+    merchant = make_merchant()
+    approved_order(merchant, f"before-{uuid.uuid4().hex[:6]}", amount="700.00")
+    run_sql(merchant.gateway.database_url, f"UPDATE endpoints SET mode = 'live' WHERE id = {merchant.endpoint_id}")
+    merchant.gateway.cli("settle", "--endpoint", str(merchant.endpoint_id))
+    status = outcome(merchant, payout(merchant, CARD, "700.00"))
+    assert (status["status"], status["error-code"]) == ("declined", "116")
+    assert balances_of(merchant) == {"sandbox": "700.00"}
+    assert ledger_check(merchant) == LEDGER_OK
+
+
+def test_an_operators_credit_reaches_the_sandbox_balance_and_never_the_live_one(
+    make_merchant: Callable[..., Merchant],
+) -> None:
+    merchant = make_merchant()
+    live = live_endpoint_of(merchant)
+    credit(merchant, "100.00")
+    assert balances_of(merchant) == {"sandbox": "100.00"}
+    status = outcome(live, payout(live, CARD, "5.00"))
+    assert (status["status"], status["error-code"]) == ("declined", "116")
+    assert outcome(merchant, payout(merchant, CARD, "5.00"))["status"] == "approved"
+    assert balances_of(merchant) == {"sandbox": "95.00"}
+    assert ledger_check(merchant) == LEDGER_OK
 
 
 def test_an_operator_cannot_debit_more_than_is_available(payer: Merchant) -> None:
@@ -301,11 +348,11 @@ def test_an_unknown_payout_keeps_its_reservation_until_reconciliation_approves_i
     orderid = payout(merchant, {**BANK, "iban": "", "account_number": "4400217"}, "30.00").json()["paynet-order-id"]
     assert merchant.wait_stage(orderid, leaving="payout_processing")["status"] == "unknown"
     shown = clock_gateway.cli("balance", "show", "--merchant", merchant.login)
-    assert shown == [{"currency": "USD", "available": "70.00", "reserved": "30.00"}]
+    assert shown == [{"currency": "USD", "mode": "sandbox", "available": "70.00", "reserved": "30.00"}]
     clock_gateway.advance(61)
     assert merchant.wait_stage(orderid, leaving="payout_unknown")["status"] == "approved"
     shown = clock_gateway.cli("balance", "show", "--merchant", merchant.login)
-    assert shown == [{"currency": "USD", "available": "70.00", "reserved": "0.00"}]
+    assert shown == [{"currency": "USD", "mode": "sandbox", "available": "70.00", "reserved": "0.00"}]
     assert ledger_check(merchant) == LEDGER_OK
 
 

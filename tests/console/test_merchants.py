@@ -10,7 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from playwright.sync_api import Page, expect
@@ -207,23 +206,19 @@ def test_in_a_browser_an_admin_creates_a_merchant_and_credits_its_sandbox_balanc
     page.get_by_label("Amount").fill("12.34")
     page.get_by_label("Reason").fill("browser test funds")
     page.get_by_role("button", name="Credit", exact=True).click()
-    expect(page.locator("#balance-USD")).to_contain_text("12.34")
+    expect(page.locator("#balance-USD-sandbox")).to_contain_text("12.34")
     page.screenshot(path=str(screenshots / "console-balance.png"), full_page=True)
     assert shared_gateway.cli("balance", "show", "--merchant", login)[0]["available"] == "12.34"
 
 
-def test_a_merchant_holding_sandbox_money_cannot_go_live_until_it_is_debited_to_zero(
+def test_a_merchant_holding_sandbox_money_goes_live_and_keeps_that_money_in_the_sandbox(
     shared_gateway: Gateway, console_as: Callable[[str], ConsoleClient], merchant: Merchant
 ) -> None:
     shared_gateway.cli("balance", "credit", "--merchant", merchant.login, "--currency", "USD", "--amount", "50.00",
                        "--reason", "sandbox money")  # fmt: skip
     admin = console_as("admin")
-    refused = admin.post(f"/endpoints/{merchant.endpoint_id}", _endpoint_fields(mode="live"))
-    assert refused.status_code == 409 and "holds sandbox money" in refused.text
-    assert _endpoints_of(shared_gateway, merchant.login)[0]["mode"] == "sandbox"
-    with pytest.raises(RuntimeError, match="holds sandbox money"):
-        shared_gateway.cli("endpoint", "create", "--merchant", merchant.login, "--currency", "USD", "--mode", "live")
-    shared_gateway.cli("balance", "debit", "--merchant", merchant.login, "--currency", "USD", "--amount", "50.00",
-                       "--reason", "going live")  # fmt: skip
     assert admin.post(f"/endpoints/{merchant.endpoint_id}", _endpoint_fields(mode="live")).status_code == 303
     assert _endpoints_of(shared_gateway, merchant.login)[0]["mode"] == "live"
+    shared_gateway.cli("endpoint", "create", "--merchant", merchant.login, "--currency", "USD", "--mode", "live")
+    shown = shared_gateway.cli("balance", "show", "--merchant", merchant.login)
+    assert shown == [{"currency": "USD", "mode": "sandbox", "available": "50.00", "reserved": "0.00"}]

@@ -46,7 +46,7 @@ def test_the_demo_merchant_starts_with_a_sandbox_balance_that_a_payout_draws_on(
     while shown[0]["reserved"] != "0.00" and time.monotonic() < deadline:
         time.sleep(0.05)
         shown = gateway.cli("balance", "show", "--merchant", "demo")
-    assert shown == [{"currency": "USD", "available": "9975.00", "reserved": "0.00"}]
+    assert shown == [{"currency": "USD", "mode": "sandbox", "available": "9975.00", "reserved": "0.00"}]
 
 
 def test_starting_the_demo_prints_the_banner_and_two_log_lines_and_nothing_else(

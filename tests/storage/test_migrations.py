@@ -1,14 +1,17 @@
-"""The migrations build exactly the schema kassa/storage/tables.py declares, on both backends."""
+"""The migrations build exactly the schema kassa/storage/tables.py declares, on both backends, and carry
+the rows they reshape."""
 
 from __future__ import annotations
 
 import sqlalchemy
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
 from kassa.storage.database import sqlalchemy_url
-from kassa.storage.migrate import upgrade
+from kassa.storage.migrate import alembic_config, upgrade
 from kassa.storage.tables import metadata
+from tests.support.databases import run_sql
 
 
 def test_migrated_schema_matches_the_declared_tables(database_url: str) -> None:
@@ -21,3 +24,46 @@ def test_migrated_schema_matches_the_declared_tables(database_url: str) -> None:
     finally:
         engine.dispose()
     assert differences == []
+
+
+def test_the_upgrade_to_money_per_mode_parts_a_merchants_sandbox_and_live_money(database_url: str) -> None:
+    """A merchant with a sandbox and a live endpoint, each with a settled order, and one balance that held
+    both (schema 0015): after 0016 each order, its entries and a balance of their own are in its mode."""
+    command.upgrade(alembic_config(database_url), "0015")
+    merchant = "(SELECT id FROM merchants WHERE login = 'both')"
+    statements = [
+        "INSERT INTO merchants (login, classic, created_at_ms) VALUES ('both', false, 0)",
+        *(
+            "INSERT INTO endpoints (merchant_id, kind, currency, mode, classic, descriptor, multi_capture, enabled,"
+            f" created_at_ms) VALUES ({merchant}, 'endpoint', 'USD', '{mode}', false, '', false, true, 0)"
+            for mode in ("sandbox", "live")
+        ),
+        *(
+            "INSERT INTO orders (merchant_id, endpoint_id, client_orderid, tx_type, amount, currency, email,"
+            " order_desc, customer, request_fingerprint, created_at_ms) SELECT merchant_id, id, mode, 'sale',"
+            f" {amount}, 'USD', '', '', '{{}}', 'f', 0 FROM endpoints WHERE mode = '{mode}'"
+            for mode, amount in (("sandbox", 500000), ("live", 700))
+        ),
+        *(
+            "INSERT INTO ledger_entries (merchant_id, currency, account, amount, order_id, posting, created_at_ms)"
+            f" SELECT merchant_id, 'USD', '{account}', {sign} * amount, id, client_orderid, 0 FROM orders"
+            for account, sign in (("external", -1), ("settled", 1))
+        ),
+        "INSERT INTO balances (merchant_id, currency, available, reserved, updated_at_ms)"
+        f" VALUES ({merchant}, 'USD', 500700, 0, 0)",
+    ]
+    for statement in statements:
+        run_sql(database_url, statement)
+    upgrade(database_url)
+    assert sorted(run_sql(database_url, "SELECT client_orderid, mode FROM orders")) == [
+        ("live", "live"),
+        ("sandbox", "sandbox"),
+    ]
+    assert sorted(run_sql(database_url, "SELECT DISTINCT posting, mode FROM ledger_entries")) == [
+        ("live", "live"),
+        ("sandbox", "sandbox"),
+    ]
+    assert sorted(run_sql(database_url, "SELECT mode, available, reserved FROM balances")) == [
+        ("live", 700, 0),
+        ("sandbox", 500000, 0),
+    ]

@@ -1,6 +1,5 @@
-"""Merchants' balances and ledgers; admins credit or debit a sandbox merchant's available balance, as
-``kassa balance credit|debit`` do (never a merchant with a live endpoint: sandbox money must not fund a
-live payout)."""
+"""Merchants' balances and ledgers, sandbox and live apart; admins credit or debit a merchant's sandbox
+balance, as ``kassa balance credit|debit`` do (a live balance moves only with real money)."""
 
 from __future__ import annotations
 
@@ -16,6 +15,7 @@ from kassa.console import form_fields as fields
 from kassa.console.access import Console, Visit, action, page
 from kassa.console.form_fields import Problem
 from kassa.domain import money
+from kassa.domain.merchants import Mode
 from kassa.domain.operators import Action
 from kassa.storage import audit_log
 from kassa.storage import balances as balance_store
@@ -32,14 +32,15 @@ async def balance_list(console: Console, visit: Visit) -> Response:
     after = _after(visit.request.query_params.get("after", ""))
     rows = await console.read(partial(balance_store.listing, after=after, limit=PAGE_SIZE + 1))
     last = rows[PAGE_SIZE - 1] if len(rows) > PAGE_SIZE else None
-    more = f"{last.merchant_id}-{last.currency}" if last else None
+    more = f"{last.merchant_id}-{last.currency}-{last.mode.value}" if last else None
     return visit.page("balances.html", section="balances", rows=rows[:PAGE_SIZE], more=more)
 
 
-def _after(text: str) -> tuple[int, str] | None:
-    """The keyset of the next page, "merchant id-currency"; anything else is the first page."""
-    merchant_id, _, currency = text.partition("-")
-    return (int(merchant_id), currency) if merchant_id.isdigit() and len(merchant_id) < 19 else None
+def _after(text: str) -> tuple[int, str, str] | None:
+    """The keyset of the next page, "merchant id-currency-mode"; anything else is the first page."""
+    merchant_id, _, rest = text.partition("-")
+    currency, _, mode = rest.partition("-")
+    return (int(merchant_id), currency, mode) if merchant_id.isdigit() and len(merchant_id) < 19 else None
 
 
 @page()
@@ -51,17 +52,16 @@ async def _merchant_page(console: Console, visit: Visit, login: str, status: int
     before = visit.request.query_params.get("before", "")
     before_id = int(before) if before.isdigit() and len(before) < 19 else None
 
-    def load(conn: Connection) -> tuple[Any, Any, list[ledger_store.Entry], bool]:
+    def load(conn: Connection) -> tuple[Any, Any, list[ledger_store.Entry]]:
         merchant_id = merchant_store.merchant_id(conn, login)
         return (
             balance_store.of_merchant(conn, merchant_id),
             ledger_store.merchant_balances(conn, merchant_id),
             ledger_store.merchant_entries(conn, merchant_id, before_id, ENTRIES_PAGE_SIZE + 1),
-            merchant_store.has_live_endpoint(conn, merchant_id),
         )
 
     try:
-        balances, accounts, entries, live = await console.read(load)
+        balances, accounts, entries = await console.read(load)
     except merchant_store.NotFound as missing:
         return visit.page("refused.html", 404, reason=f"Not found: {missing}.")
     more = entries[ENTRIES_PAGE_SIZE - 1].id if len(entries) > ENTRIES_PAGE_SIZE else None
@@ -72,7 +72,6 @@ async def _merchant_page(console: Console, visit: Visit, login: str, status: int
         "accounts": accounts,
         "entries": entries[:ENTRIES_PAGE_SIZE],
         "more": more,
-        "live": live,
         "problem": None,
         "adjustment": {"currency": "USD"},
         **shown,
@@ -101,8 +100,6 @@ async def _adjust(console: Console, visit: Visit, act: Action, direction: int) -
 
     def change(conn: Connection) -> tuple[dict[str, str], dict[str, str]]:
         merchant_id = merchant_store.merchant_id(conn, login)
-        if merchant_store.has_live_endpoint(conn, merchant_id):
-            raise Problem(f"{login} has live endpoints: its balance moves only with real money.")
         before = _available(conn, merchant_id, cur)
         if not ledger_store.adjust(conn, merchant_id, cur.code, direction * minor, reason, now_ms()):
             raise Problem(f"{login} has less than {money.format_amount(minor, cur)} {cur.code} available.")
@@ -110,7 +107,7 @@ async def _adjust(console: Console, visit: Visit, act: Action, direction: int) -
         after["amount"] = money.format_amount(direction * minor, cur)
         return {"currency": cur.code, "available": before}, after
 
-    target = f"balance {login} {cur.code}"
+    target = f"balance {login} {cur.code} sandbox"
     try:
         await console.audited(visit, act, target, change)
     except merchant_store.NotFound as missing:
@@ -122,7 +119,8 @@ async def _adjust(console: Console, visit: Visit, act: Action, direction: int) -
 
 
 def _available(conn: Connection, merchant_id: int, cur: money.Currency) -> str:
-    found = next((b.available for b in balance_store.of_merchant(conn, merchant_id) if b.currency == cur.code), 0)
+    shown = balance_store.of_merchant(conn, merchant_id)
+    found = next((b.available for b in shown if b.currency == cur.code and b.mode is Mode.SANDBOX), 0)
     return money.format_amount(found, cur)
 
 

@@ -1,6 +1,6 @@
-"""Merchants' balances: ``kassa balance show|credit|debit``. Payouts draw on the available balance
-(``storage.balances``); an operator credits or debits it only for sandbox merchants, so that sandbox money
-can never fund a live payout."""
+"""Merchants' balances: ``kassa balance show|credit|debit``. Payouts draw on the available balance of
+their own mode (``storage.balances``); an operator credits or debits the sandbox balance alone, so that
+sandbox money can never fund a live payout."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from sqlalchemy import Connection
 
 from kassa.clock import now_ms
 from kassa.domain import money
+from kassa.domain.merchants import Mode
 from kassa.ops.cli.common import emit, json_option, read, write
 from kassa.storage import balances as balance_store
 from kassa.storage import ledger as ledger_store
@@ -24,13 +25,18 @@ def balance() -> None:
 @click.option("--merchant", "login", required=True)
 @json_option
 def balance_show(login: str, as_json: bool) -> None:
-    """Available and reserved (for payouts in flight) per currency."""
+    """Available and reserved (for payouts in flight) per currency, sandbox and live apart."""
     rows = read(lambda conn: balance_store.of_merchant(conn, merchant_store.merchant_id(conn, login)))
     data = [
-        {"currency": b.currency, "available": _text(b.available, b.currency), "reserved": _text(b.reserved, b.currency)}
+        {
+            "currency": b.currency,
+            "mode": b.mode.value,
+            "available": _text(b.available, b.currency),
+            "reserved": _text(b.reserved, b.currency),
+        }
         for b in rows
     ]
-    lines = [f"{d['currency']}  available {d['available']}  reserved {d['reserved']}" for d in data]
+    lines = [f"{d['currency']} {d['mode']:<7}  available {d['available']}  reserved {d['reserved']}" for d in data]
     emit(as_json, data, lines or [f"{login} has no balance yet"])
 
 
@@ -45,17 +51,16 @@ def _adjustment(direction: int, help_text: str) -> click.Command:
 
         def change(conn: Connection) -> tuple[bool, list[balance_store.Balance]]:
             merchant_id = merchant_store.merchant_id(conn, login)
-            if merchant_store.has_live_endpoint(conn, merchant_id):
-                raise click.ClickException(f"{login} has live endpoints: its balance moves only with real money")
             done = ledger_store.adjust(conn, merchant_id, cur.code, direction * minor, reason, now_ms())
             return done, balance_store.of_merchant(conn, merchant_id)
 
         done, rows = write(change)
         if not done:
             raise click.ClickException(f"{login} has less than {amount} {cur.code} available")
-        after = next(b for b in rows if b.currency == cur.code)
-        data = {"merchant": login, "currency": cur.code, "available": _text(after.available, cur.code)}
-        emit(as_json, data, [f"{login} {cur.code}: available {data['available']}"])
+        after = next(b for b in rows if b.currency == cur.code and b.mode is Mode.SANDBOX)
+        data = {"merchant": login, "currency": cur.code, "mode": Mode.SANDBOX.value}
+        data["available"] = _text(after.available, cur.code)
+        emit(as_json, data, [f"{login} {cur.code} sandbox: available {data['available']}"])
 
     adjust.__doc__ = help_text
     return click.command()(adjust)
@@ -76,7 +81,8 @@ def _text(minor: int, currency: str) -> str:
     return money.format_amount(minor, money.currency(currency))
 
 
-balance.add_command(_adjustment(1, "Credit a sandbox merchant's available balance."), "credit")
-balance.add_command(_adjustment(-1, "Debit a sandbox merchant's available balance."), "debit")
+_LIVE_APART = "(a live balance moves with real money alone)"
+balance.add_command(_adjustment(1, f"Credit a merchant's sandbox balance {_LIVE_APART}."), "credit")
+balance.add_command(_adjustment(-1, f"Debit a merchant's sandbox balance {_LIVE_APART}."), "debit")
 
 COMMANDS = (balance,)

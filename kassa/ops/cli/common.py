@@ -66,7 +66,7 @@ def write(unit: Callable[[Connection], T], taken: str = "that name or id is alre
     with database() as db:
         try:
             return db.write_sync(unit)
-        except (merchant_store.NotFound, merchant_store.SandboxMoney, VaultError) as refused:
+        except (merchant_store.NotFound, VaultError) as refused:
             raise click.ClickException(str(refused)) from None
         except IntegrityError:
             raise click.ClickException(taken) from None

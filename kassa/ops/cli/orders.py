@@ -138,7 +138,8 @@ def ledger() -> None:
 @click.option("--merchant", "login", required=True)
 @json_option
 def ledger_balance(login: str, as_json: bool) -> None:
-    """Held, captured-unsettled, settled (available to pay out) and reserved (payouts in flight) per currency."""
+    """Held, captured-unsettled, settled (available to pay out) and reserved (payouts in flight) per currency
+    and mode."""
 
     def query(conn: Connection) -> list[ledger_store.CurrencyBalance]:
         return ledger_store.merchant_balances(conn, merchant_store.merchant_id(conn, login))
@@ -147,6 +148,7 @@ def ledger_balance(login: str, as_json: bool) -> None:
     data = [
         {
             "currency": b.currency,
+            "mode": b.mode.value,
             "held": _amount_text(b.held, b.currency),
             "captured_unsettled": _amount_text(b.captured, b.currency),
             "settled": _amount_text(b.settled, b.currency),
@@ -154,8 +156,9 @@ def ledger_balance(login: str, as_json: bool) -> None:
         }
         for b in rows
     ]
-    lines = ["currency  held  captured-unsettled  settled  reserved-for-payouts"]
-    lines += [f"{d['currency']}  {d['held']}  {d['captured_unsettled']}  {d['settled']}  {d['reserved']}" for d in data]
+    lines = ["currency  mode  held  captured-unsettled  settled  reserved-for-payouts"]
+    columns = ("currency", "mode", "held", "captured_unsettled", "settled", "reserved")
+    lines += ["  ".join(str(d[c]) for c in columns) for d in data]
     emit(as_json, data, lines)
 
 
