@@ -29,6 +29,8 @@ from tests.support.operations import approved_order
 RSA_PATH = "/api/v4/payout-check"  # RSA-SHA256: refuses FIELDS' destination once past the OAuth check
 HMAC_PATH = "/api/v2/payout"  # HMAC-SHA1, likewise
 JSON_TYPE = "application/vnd.pay+json; charset=utf-8"
+# What the payout's own validation says of FIELDS (a bank branch, no account): said only past OAuth.
+DESTINATION_MISSING = "account_number (or iban) is required for a payout to a bank account"
 FIELDS = [
     ("client-order-id", "902B4FF5"),  # the v4 examples' spelling, signed so
     ("amount", "10.42"),
@@ -63,12 +65,14 @@ def hmac_post(m: Merchant, path: str = HMAC_PATH, **options: Any) -> httpx.Respo
     return signed_post(url(m, path), FIELDS, login=m.login, method="HMAC-SHA1", **options)
 
 
-def passed(response: httpx.Response) -> None:
+def passed(response: httpx.Response, missing: str = DESTINATION_MISSING) -> None:
     """Past the OAuth check: the operation's own answer, in JSON. Its fields are read, and these lack the
-    operation's own (a payout's destination, half given: a bank branch, no account)."""
+    operation's own (a payout's destination, half given: a bank branch, no account), which only the
+    operation's validation, run after the signature passed, names: an OAuth refusal names no such field."""
     assert response.headers["content-type"] == JSON_TYPE, response.text
     body = response.json()
     assert (response.status_code, body["type"], body["error-code"]) == (400, "validation-error", "1"), response.text
+    assert body["error-message"] == missing, body
 
 
 def refused(response: httpx.Response, code: int, message: str = "") -> dict[str, str]:
@@ -95,8 +99,9 @@ def test_hmac_sha1_signed_by_oauthlib_passes_the_oauth_check(shop: Merchant, whe
 
 
 def test_the_other_oauth_rows_pass_the_check_too(shop: Merchant) -> None:
-    passed(rsa_post(shop, "/api/v4/transfer"))
-    passed(hmac_post(shop, "/api/v2/pan-eligibility/send"))
+    transfer_card = "credit_card_number is required (or card_recurring_payment_id, or deposit2card=true)"
+    passed(rsa_post(shop, "/api/v4/transfer"), transfer_card)
+    passed(hmac_post(shop, "/api/v2/pan-eligibility/send"), "credit_card_number or sending-card-ref-id is required")
 
 
 def test_the_doubled_slash_path_is_verified_as_sent(shop: Merchant) -> None:

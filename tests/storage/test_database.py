@@ -13,7 +13,7 @@ from sqlalchemy.exc import OperationalError
 
 from kassa.storage import merchants as merchant_store
 from kassa.storage.database import open_database
-from kassa.storage.migrate import upgrade
+from kassa.storage.migrate import current_revision, head_revision, upgrade
 from kassa.storage.tables import merchants
 from tests.support.databases import SHOP_CONTROL_KEY, TEST_VAULT
 
@@ -61,9 +61,21 @@ def test_unit_result_is_returned_after_commit(database_url: str) -> None:
     assert found == created
 
 
-def test_migrations_are_idempotent(database_url: str) -> None:
+def test_upgrading_a_database_at_head_again_changes_nothing_and_keeps_its_rows(database_url: str) -> None:
     upgrade(database_url)
+    db = open_database(database_url)
+    try:
+        db.write_sync(_create("kept"))
+    finally:
+        db.close()
     upgrade(database_url)
+    assert current_revision(database_url) == head_revision()
+    db = open_database(database_url)
+    try:
+        logins = db.read_sync(lambda conn: list(conn.execute(select(merchants.c.login)).scalars()))
+    finally:
+        db.close()
+    assert logins == ["kept"]
 
 
 @pytest.mark.parametrize("url", ["postgresql://u@h/db", "postgres://u@h/db"])
