@@ -508,13 +508,14 @@ class Settings:
         "KASSA_CONSOLE_LOCKOUT_ATTEMPTS",
         "5",
         integer(1, 100),
-        "failed console sign-ins in a row that lock the operator out",
+        "failed console sign-ins in a row that lock the operator out (sign-ins running at once count from "
+        "when they begin)",
     )
     console_lockout_minutes: float = setting(
         "KASSA_CONSOLE_LOCKOUT_MINUTES",
         "15",
         _SECONDS,
-        "minutes a locked-out operator waits (or an admin resets the password)",
+        "minutes a locked-out operator waits (or an admin unlocks them)",
     )
     log_level: str = setting(
         "KASSA_LOG_LEVEL",

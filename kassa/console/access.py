@@ -62,6 +62,8 @@ class Console:
         settings = services.settings
         self.idle_ms = int(settings.console_idle_minutes * 60_000)
         self.lifetime_ms = int(settings.console_session_hours * 3_600_000)
+        self.lockout_attempts = settings.console_lockout_attempts
+        self.lockout_ms = int(settings.console_lockout_minutes * 60_000)
 
     async def read(self, unit: Callable[[Connection], T]) -> T:
         return await self.services.db.read(unit)
