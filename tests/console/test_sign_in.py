@@ -12,7 +12,7 @@ import httpx
 import pyotp
 import pytest
 
-from tests.support.console import ConsoleClient, Login, SignIn, csrf_of, sign_in_together
+from tests.support.console import ConsoleClient, Login, SignIn, csrf_of, new_address, sign_in_together
 from tests.support.gateway import Gateway, Merchant
 
 
@@ -243,3 +243,28 @@ def test_a_lockout_is_shown_to_admins_and_audited_and_an_admin_unlocks_it(
     unlocks = html.unescape(admin.get("/audit", action="operator.unlock").text)
     assert viewer.email in unlocks and '"failed_signins":5' in unlocks
     assert client.sign_in(viewer).status_code == 303
+
+
+def test_failed_sign_ins_from_one_address_past_its_limit_are_refused_whichever_account_and_audited(
+    shared_gateway: Gateway, operator_of: Callable[..., Login], console_as: Callable[[str], ConsoleClient]
+) -> None:
+    address, stranger = new_address(), Login(f"nobody-{uuid.uuid4().hex[:8]}@ops.example", "guess guess guess", None)
+    answers = sign_in_together(shared_gateway, [SignIn(stranger, address=address) for _ in range(25)])
+    assert sorted(a.status_code for a in answers) == [401] * 20 + [429] * 5
+    refused = next(a for a in answers if a.status_code == 429)
+    assert int(refused.headers["retry-after"]) > 0 and "Too many failed sign-ins from your address" in refused.text
+    assert ConsoleClient(shared_gateway, address=address).sign_in(operator_of("viewer")).status_code == 429
+    audit = console_as("admin").get("/audit", action="operator.sign-in", actor=stranger.email).text
+    assert audit.count("address limit") == 1 and address in audit  # once, not for every refusal
+
+
+def test_a_successful_sign_in_gives_its_attempt_back_to_the_address(
+    shared_gateway: Gateway, operator_of: Callable[..., Login]
+) -> None:
+    address, stranger = new_address(), Login(f"nobody-{uuid.uuid4().hex[:8]}@ops.example", "guess guess guess", None)
+    answers = sign_in_together(shared_gateway, [SignIn(stranger, address=address) for _ in range(19)])
+    assert [a.status_code for a in answers] == [401] * 19
+    client = ConsoleClient(shared_gateway, address=address)
+    assert client.sign_in(operator_of("viewer")).status_code == 303
+    assert client.sign_in(stranger).status_code == 401  # the twentieth failure
+    assert client.sign_in(stranger).status_code == 429

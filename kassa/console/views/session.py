@@ -16,7 +16,8 @@ from kassa.console import credentials
 from kassa.console.access import COOKIE, Console, Visit, action
 from kassa.console.rendering import render
 from kassa.domain.operators import Action, Role
-from kassa.storage import audit_log
+from kassa.ratelimit import address_key, retry_after
+from kassa.storage import audit_log, sign_in_addresses
 from kassa.storage import operators as operator_store
 from kassa.storage.operators import Credentials
 from kassa.web.forms import form_fields
@@ -50,19 +51,24 @@ class _Attempt:
     code: str
     address: str
 
+    @property
+    def address_key(self) -> str:
+        return address_key(self.address)[:64]
+
 
 async def sign_in(console: Console, request: Request) -> Response:
-    """Counted before the password is checked, decided after it in one transaction with what it changes:
-    attempts sent at once all count, and none is let in on a state another changed meanwhile. Every
-    refusal answers the same, whatever its reason."""
+    """Counted before the password is checked (for its address and its operator), decided after it in one
+    transaction with what it changes: attempts sent at once all count, and none is let in on a state
+    another changed meanwhile. Every refusal but the address's answers the same, whatever its reason."""
     form = await form_fields(request) or {}
     pre = request.cookies.get(PRE_COOKIE, "")
     if not pre or not credentials.csrf_matches(pre, form.get("csrf", "")):
         return await sign_in_form(console, request, "The form expired: please sign in again.", 403)
     address = request.client.host if request.client else ""
     attempt = _Attempt(form.get("email", "").strip().lower(), form.get("password", ""), form.get("code", ""), address)
-    vault = console.services.vault
-    begun = await console.write(partial(operator_store.begin_signin, vault=vault, email=attempt.email, now_ms=now_ms()))
+    refused, begun = await console.write(partial(_begin, console=console, attempt=attempt, now=now_ms()))
+    if refused is not None:
+        return await _too_many(console, request, refused.wait_ms)
     # Argon2 takes tens of milliseconds by design: off the event loop. Against a decoy when there is nothing
     # to check (no such operator, disabled, locked out), so that the time taken tells none of them apart.
     stored = None if begun is None else begun.password_hash
@@ -75,6 +81,27 @@ async def sign_in(console: Console, request: Request) -> Response:
     response = RedirectResponse(_next(form.get("next", "/")), status_code=303)
     _cookie(response, request, COOKIE, token)
     response.delete_cookie(PRE_COOKIE, path="/")
+    return response
+
+
+def _begin(
+    conn: Connection, console: Console, attempt: _Attempt, now: int
+) -> tuple[sign_in_addresses.Refused | None, Credentials | None]:
+    """The address's refusal, or the credentials of the sign-in now counted (None: nothing to sign in)."""
+    limit = console.address_attempts
+    refused = sign_in_addresses.take(conn, attempt.address_key, now, console.address_interval_ms, limit)
+    if refused is not None:
+        if refused.first:  # not every refusal: a flood would fill the append-only log
+            _refused(conn, attempt, "address limit", now, until=date_time_text(now + refused.wait_ms))
+        return refused, None
+    return None, operator_store.begin_signin(conn, console.services.vault, attempt.email, now)
+
+
+async def _too_many(console: Console, request: Request, wait_ms: int) -> Response:
+    minutes = -(-wait_ms // 60_000)
+    problem = f"Too many failed sign-ins from your address: try again in {minutes} minute{'s' * (minutes > 1)}."
+    response = await sign_in_form(console, request, problem, 429)
+    response.headers["retry-after"] = retry_after(wait_ms)
     return response
 
 
@@ -121,9 +148,11 @@ def _finish(
 
 
 def _let_in(conn: Connection, console: Console, attempt: _Attempt, checked: _Checked, token: str, now: int) -> bool:
-    """A session, if the operator's row still lets this sign-in in."""
+    """A session, and the address's attempt given back, if the operator's row still lets this sign-in in."""
+    sign_in_addresses.hold(conn, attempt.address_key)
     if not operator_store.accept_signin(conn, checked.credentials, checked.step, console.lockout_attempts):
         return False
+    sign_in_addresses.give_back(conn, attempt.address_key, console.address_interval_ms)
     # Sessions that ran out are forgotten here: sign-ins are rare, and nothing else needs them gone sooner.
     operator_store.prune_sessions(conn, now - console.idle_ms, now - console.lifetime_ms)
     operator_store.open_session(conn, credentials.token_hash(token), checked.credentials.operator.id, now)
@@ -141,9 +170,9 @@ def _not_begun(conn: Connection, email: str) -> str:
     return "disabled" if found.disabled else "locked"
 
 
-def _refused(conn: Connection, attempt: _Attempt, reason: str, now: int) -> None:
+def _refused(conn: Connection, attempt: _Attempt, reason: str, now: int, **more: str) -> None:
     actor = attempt.email[:254] or "-"
-    why = {"reason": reason}
+    why = {"reason": reason, **more}
     entry = audit_log.Entry(actor, Action.SIGN_IN.code, "", audit_log.REFUSED, after=why, address=attempt.address)
     audit_log.append(conn, entry, now)
 
