@@ -508,13 +508,28 @@ class Settings:
         "KASSA_CONSOLE_LOCKOUT_ATTEMPTS",
         "5",
         integer(1, 100),
-        "failed console sign-ins in a row that lock the operator out",
+        "failed console sign-ins in a row that lock the operator out (sign-ins running at once count from "
+        "when they begin)",
     )
     console_lockout_minutes: float = setting(
         "KASSA_CONSOLE_LOCKOUT_MINUTES",
         "15",
         _SECONDS,
-        "minutes a locked-out operator waits (or an admin resets the password)",
+        "minutes a locked-out operator waits (or an admin unlocks them)",
+    )
+    console_address_attempts: int = setting(
+        "KASSA_CONSOLE_ADDRESS_ATTEMPTS",
+        "20",
+        integer(1, 10000),
+        "console sign-ins from one client address (an IPv6 client's /64) that may fail, whichever emails they "
+        "name, before more are refused (429); for the whole deployment (see `docs/console.md`)",
+    )
+    console_address_minutes: float = setting(
+        "KASSA_CONSOLE_ADDRESS_MINUTES",
+        "15",
+        _SECONDS,
+        "minutes in which an address's allowance of failed console sign-ins refills, evenly (one more every "
+        "minutes / attempts)",
     )
     log_level: str = setting(
         "KASSA_LOG_LEVEL",

@@ -62,6 +62,11 @@ class Console:
         settings = services.settings
         self.idle_ms = int(settings.console_idle_minutes * 60_000)
         self.lifetime_ms = int(settings.console_session_hours * 3_600_000)
+        self.lockout_attempts = settings.console_lockout_attempts
+        self.lockout_ms = int(settings.console_lockout_minutes * 60_000)
+        self.address_attempts = settings.console_address_attempts
+        # One more attempt every interval: the whole allowance refills in KASSA_CONSOLE_ADDRESS_MINUTES.
+        self.address_interval_ms = max(1, int(settings.console_address_minutes * 60_000 / self.address_attempts))
 
     async def read(self, unit: Callable[[Connection], T]) -> T:
         return await self.services.db.read(unit)

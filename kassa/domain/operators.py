@@ -42,6 +42,9 @@ class Action(Enum):
     OPERATOR_CREATE = ("operator.create", Role.ADMIN)
     OPERATOR_DISABLE = ("operator.disable", Role.ADMIN)
     OPERATOR_RESET = ("operator.reset-password", Role.ADMIN)
+    OPERATOR_UNLOCK = ("operator.unlock", Role.ADMIN)
+    # The console's own, after failed sign-ins: no one locks an operator out by hand.
+    OPERATOR_LOCK = ("operator.lock", Role.ADMIN)
     SIGN_IN = ("operator.sign-in", Role.VIEWER)
     SIGN_OUT = ("operator.sign-out", Role.VIEWER)
 

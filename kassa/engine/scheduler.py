@@ -1,6 +1,7 @@
 """Time-driven work: settlement at the daily cut-off, expiry of authorizations never captured, forgetting
-OAuth nonces whose timestamps the window no longer admits, and the charges of recurring payments
-(``core.recurring``), each tick, on the clock it is given."""
+OAuth nonces whose timestamps the window no longer admits and the console's sign-in addresses whose
+allowance is whole again, and the charges of recurring payments (``core.recurring``), each tick, on the
+clock it is given."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from kassa.clock import now_ms
 from kassa.core import recurring
 from kassa.core.settlement import expire_authorizations, settle
 from kassa.domain.recurring import Retries
-from kassa.storage import oauth_nonces, schedule
+from kassa.storage import oauth_nonces, schedule, sign_in_addresses
 from kassa.storage.database import Database
 
 log = logging.getLogger("kassa.scheduler")
@@ -73,6 +74,7 @@ class Scheduler:
         await self._expire(now)
         # Every node prunes: one indexed delete of what is there, and a no-op where another node just did.
         await self.db.write(lambda conn: oauth_nonces.prune(conn, (now - self.oauth_window_ms) // 1000))
+        await self.db.write(lambda conn: sign_in_addresses.prune(conn, now))
         await self._recurring(now)
 
     async def _recurring(self, now: int) -> None:

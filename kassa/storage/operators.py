@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import ColumnElement, Connection, case, delete, insert, select, update
 
 from kassa.domain.operators import Role
 from kassa.storage.prepared import Record
@@ -28,6 +28,7 @@ class Operator:
     has_totp: bool
     disabled: bool
     locked_until_ms: int | None
+    failed_signins: int  # sign-ins begun since the last that succeeded: failed, or still running
     created_at_ms: int
 
     def locked(self, now_ms: int) -> bool:
@@ -42,6 +43,7 @@ def _operator(row: Record) -> Operator:
         row["totp_sealed"] is not None,
         row["disabled_at_ms"] is not None,
         row["locked_until_ms"],
+        row["failed_signins"],
         row["created_at_ms"],
     )
 
@@ -82,13 +84,12 @@ def _row_by_email(conn: Connection, email: str) -> Record:
 
 @dataclass(frozen=True, slots=True)
 class Credentials:
-    """What sign-in checks, read with the operator row locked."""
+    """What signing in checks, as stored."""
 
     operator: Operator
     password_hash: str
     totp_secret: str | None
     totp_last_step: int | None
-    failed_signins: int
 
 
 def credentials_of(conn: Connection, vault: Vault, email: str) -> Credentials | None:
@@ -96,32 +97,89 @@ def credentials_of(conn: Connection, vault: Vault, email: str) -> Credentials | 
         row = _row_by_email(conn, email)
     except NoOperator:
         return None
+    return _credentials(row, vault)
+
+
+def _credentials(row: Record, vault: Vault) -> Credentials:
     sealed = row["totp_sealed"]
     secret = None if sealed is None else vault.decrypt(sealed, totp_context(row["id"]))
-    return Credentials(_operator(row), row["password_hash"], secret, row["totp_last_step"], row["failed_signins"])
+    return Credentials(_operator(row), row["password_hash"], secret, row["totp_last_step"])
 
 
-def signed_in(conn: Connection, operator_id: int, totp_step: int | None) -> None:
-    changes: dict[str, object] = {"failed_signins": 0, "locked_until_ms": None}
-    if totp_step is not None:
-        changes["totp_last_step"] = totp_step
-    conn.execute(update(operators).where(operators.c.id == operator_id).values(**changes))
+# --- signing in ------------------------------------------------------------------------------------------
+# A sign-in is counted when it begins, before its password is checked, and decided by conditional updates:
+# attempts sent at once are all counted while they run, and none is let in on what it read before another
+# locked the account.
 
 
-def failed_signin(conn: Connection, operator_id: int, limit: int, lock_ms: int, now_ms: int) -> bool:
-    """Counts a failed sign-in; at ``limit`` in a row the operator is locked out for ``lock_ms`` (and the
-    count starts again). Whether this failure locked the account."""
-    count = conn.execute(
+def _unlocked(now_ms: int) -> ColumnElement[bool]:
+    return operators.c.locked_until_ms.is_(None) | (operators.c.locked_until_ms <= now_ms)
+
+
+def begin_signin(conn: Connection, vault: Vault, email: str, now_ms: int) -> Credentials | None:
+    """Counts a sign-in begun for ``email``, with the credentials to check it against; None (and nothing
+    counted) when the email names no operator, a disabled one or one locked out. A lockout that has run
+    out ends here, and the count starts again."""
+    begun = (
         update(operators)
-        .where(operators.c.id == operator_id)
-        .values(failed_signins=operators.c.failed_signins + 1)
+        .where(operators.c.email == email, operators.c.disabled_at_ms.is_(None), _unlocked(now_ms))
+        .values(
+            failed_signins=case((operators.c.locked_until_ms.is_(None), operators.c.failed_signins + 1), else_=1),
+            locked_until_ms=None,
+        )
+        .returning(*operators.c)
+    )
+    row = conn.execute(begun).mappings().first()
+    return None if row is None else _credentials(row, vault)
+
+
+def accept_signin(conn: Connection, checked: Credentials, totp_step: int | None, limit: int) -> bool:
+    """Whether the sign-in begun with ``checked`` (its password right, its code of ``totp_step``) is let
+    in, decided in one statement against the row as it is now: not locked out or disabled meanwhile, the
+    password checked still the operator's, at most ``limit`` sign-ins begun since the last success (this
+    one and any still running), and the code's step later than the last accepted, which it becomes (each
+    code works once). Let in, the count starts again."""
+    operator = checked.operator
+    conditions = [
+        operators.c.id == operator.id,
+        operators.c.locked_until_ms.is_(None),
+        operators.c.disabled_at_ms.is_(None),
+        operators.c.password_hash == checked.password_hash,
+        operators.c.failed_signins <= limit,
+    ]
+    changes: dict[str, object] = {"failed_signins": 0}
+    if totp_step is None:
+        conditions += [operators.c.totp_sealed.is_(None), operators.c.role != Role.ADMIN.value]
+    else:
+        last = operators.c.totp_last_step
+        conditions.append(last.is_(None) | (last < totp_step))
+        changes["totp_last_step"] = totp_step
+    return conn.execute(update(operators).where(*conditions).values(**changes)).rowcount == 1
+
+
+def lock_if_failed(conn: Connection, operator_id: int, limit: int, until_ms: int) -> int | None:
+    """After a failed sign-in: locks the operator out until ``until_ms`` when ``limit`` sign-ins begun
+    since the last success have failed or are still running, unless a lockout is on already. The count
+    when this locked it, else None."""
+    lock = (
+        update(operators)
+        .where(
+            operators.c.id == operator_id,
+            operators.c.locked_until_ms.is_(None),
+            operators.c.failed_signins >= limit,
+        )
+        .values(locked_until_ms=until_ms)
         .returning(operators.c.failed_signins)
-    ).scalar_one()
-    if count < limit:
-        return False
-    locked = dict(failed_signins=0, locked_until_ms=now_ms + lock_ms)
-    conn.execute(update(operators).where(operators.c.id == operator_id).values(**locked))
-    return True
+    )
+    count = conn.execute(lock).scalar()
+    return None if count is None else int(count)
+
+
+def unlock(conn: Connection, operator_id: int) -> Operator:
+    """Ends a lockout at once (an admin's decision); the operator as it was."""
+    before = by_id(conn, operator_id)
+    conn.execute(update(operators).where(operators.c.id == operator_id).values(failed_signins=0, locked_until_ms=None))
+    return before
 
 
 def listing(conn: Connection) -> list[Operator]:

@@ -472,6 +472,19 @@ operator_sessions = Table(
     Index("ix_operator_sessions_operator", "operator_id"),
 )
 
+# What each client address (an IPv6 client's /64) may still try at the console's sign-in, shared by every
+# process: a GCRA (kassa/ratelimit.py), whose theoretical arrival time ``tat_ms`` is the moment the address's
+# allowance is whole again. ``noted_until_ms``: until when the refusals of its latest run of them are in the
+# audit log already. A row whose times have passed is the same as none, and is deleted.
+sign_in_addresses = Table(
+    "sign_in_addresses",
+    metadata,
+    Column("address", String(64), primary_key=True),
+    Column("tat_ms", BigInteger, nullable=False),
+    Column("noted_until_ms", BigInteger),
+    Index("ix_sign_in_addresses_tat", "tat_ms"),
+)
+
 # Every state-changing action of an operator (console or CLI), and every refused attempt at one. Triggers
 # (migration 0014) refuse UPDATE and DELETE: the log only grows.
 audit_log = Table(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import httpx
 
-from tests.support.console import ConsoleClient, csrf_of, new_operator
+from tests.support.console import ConsoleClient, Login, SignIn, csrf_of, new_operator, sign_in_together
 from tests.support.gateway import Gateway
 
 
@@ -38,6 +38,20 @@ def test_a_lockout_ends_after_its_minutes(clock_gateway: Gateway) -> None:
     assert client.sign_in(viewer).status_code == 401
     clock_gateway.advance(16 * 60)
     assert client.sign_in(viewer).status_code == 303
+
+
+def test_an_address_past_its_sign_in_limit_is_let_in_again_as_its_allowance_refills(clock_gateway: Gateway) -> None:
+    client = ConsoleClient(clock_gateway)
+    stranger = Login("nobody-at-all@ops.example", "guess guess guess", None)
+    answers = sign_in_together(clock_gateway, [SignIn(stranger, address=client.address) for _ in range(20)])
+    assert [a.status_code for a in answers] == [401] * 20
+    assert client.sign_in(stranger).status_code == 429
+    clock_gateway.advance(45)  # 15 minutes for 20 attempts: one more every 45 seconds
+    assert client.sign_in(stranger).status_code == 401
+    assert client.sign_in(stranger).status_code == 429
+    clock_gateway.advance(15 * 60)
+    answers = sign_in_together(clock_gateway, [SignIn(stranger, address=client.address) for _ in range(21)])
+    assert sorted(a.status_code for a in answers) == [401] * 20 + [429]
 
 
 def test_the_session_cookie_is_secure_behind_an_https_proxy(shared_gateway: Gateway) -> None:

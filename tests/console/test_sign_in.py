@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import html
+import re
+import time
+import uuid
 from collections.abc import Callable
 
+import httpx
+import pyotp
 import pytest
 
-from tests.support.console import ConsoleClient, Login, csrf_of
+from tests.support.console import ConsoleClient, Login, SignIn, csrf_of, new_address, sign_in_together
 from tests.support.gateway import Gateway, Merchant
 
 
@@ -49,7 +55,7 @@ def test_five_wrong_passwords_lock_the_account_even_against_the_right_one(
     for _ in range(5):
         assert client.sign_in(viewer, password="not the password").status_code == 401
     locked = client.sign_in(viewer)
-    assert locked.status_code == 401 and "locked" in locked.text
+    assert locked.status_code == 401 and "Wrong email, password or code" in locked.text
     listed = {o["email"]: o for o in shared_gateway.cli("operator", "list")}
     assert listed[viewer.email]["locked_until"] is not None
     reset = shared_gateway.cli("operator", "reset-password", "--email", viewer.email)
@@ -152,3 +158,113 @@ def test_an_admin_resets_a_locked_out_operator_who_then_signs_in_with_the_new_pa
     assert answer.status_code == 200
     viewer.password = answer.text.split("<dt>Password</dt><dd><code>")[1].split("</code>")[0]
     assert client.sign_in(viewer).status_code == 303
+
+
+def _operator_row(admin: ConsoleClient, login: Login) -> str:
+    """The operator's row on the admin's Operators page."""
+    page = admin.get("/operators").text
+    return next(row for row in page.split("<tr>") if f"<td>{login.email}</td>" in row)
+
+
+def test_a_hundred_wrong_passwords_at_once_lock_the_account_and_the_right_one_among_them_does_not_sign_in(
+    shared_gateway: Gateway, operator_of: Callable[..., Login], console_as: Callable[[str], ConsoleClient]
+) -> None:
+    viewer = operator_of("viewer")
+    wrong = [SignIn(viewer, password=f"not the password {n}") for n in range(100)]
+    answers = sign_in_together(shared_gateway, [*wrong, SignIn(viewer)])
+    assert [a.status_code for a in answers] == [401] * 101
+    assert "locked until" in _operator_row(console_as("admin"), viewer)
+    assert ConsoleClient(shared_gateway).sign_in(viewer).status_code == 401
+
+
+def test_the_right_password_with_many_wrong_codes_and_the_right_code_at_once_does_not_sign_in(
+    shared_gateway: Gateway, operator_of: Callable[..., Login], console_as: Callable[[str], ConsoleClient]
+) -> None:
+    admin = operator_of("admin")
+    assert admin.totp_secret is not None
+    totp, step = pyotp.TOTP(admin.totp_secret), int(time.time()) // 30
+    valid = {totp.at((step + n) * 30) for n in range(-2, 4)}  # any code the console could take in this test
+    wrong = [code for code in (f"{n * 16_661:06d}" for n in range(1, 80)) if code not in valid][:60]
+    answers = sign_in_together(shared_gateway, [*(SignIn(admin, code=code) for code in wrong), SignIn(admin)])
+    assert [a.status_code for a in answers] == [401] * 61
+    assert "locked until" in _operator_row(console_as("admin"), admin)
+
+
+def test_one_code_used_five_times_at_once_signs_in_once(
+    shared_gateway: Gateway, operator_of: Callable[..., Login]
+) -> None:
+    admin = operator_of("admin")
+    code = admin.code()
+    answers = sign_in_together(shared_gateway, [SignIn(admin, code=code) for _ in range(5)])
+    assert sorted(a.status_code for a in answers) == [303, 401, 401, 401, 401]
+
+
+def _as_seen(answer: httpx.Response) -> tuple[int, list[tuple[str, str]], str]:
+    """The answer but for what differs by design in every one: its date, and the sign-in form's own CSRF
+    secret (in its cookie) and token (in the page)."""
+    headers = [
+        (name, re.sub(r"kassa_console_pre=[^;]*", "kassa_console_pre=", value))
+        for name, value in answer.headers.multi_items()
+        if name != "date"
+    ]
+    return answer.status_code, headers, re.sub(r'name="csrf" value="[^"]*"', 'name="csrf"', answer.text)
+
+
+def test_a_locked_account_an_unknown_email_and_a_wrong_password_get_the_same_answer(
+    shared_gateway: Gateway, operator_of: Callable[..., Login]
+) -> None:
+    viewer = operator_of("viewer")
+    client = ConsoleClient(shared_gateway)
+    wrong = client.sign_in(viewer, password="not the password")
+    for _ in range(4):
+        client.sign_in(viewer, password="not the password")
+    locked = client.sign_in(viewer)
+    unknown = client.sign_in(Login(f"nobody-{uuid.uuid4().hex[:8]}@ops.example", viewer.password, None))
+    assert locked.status_code == 401
+    assert _as_seen(locked) == _as_seen(unknown) == _as_seen(wrong)
+
+
+def test_a_lockout_is_shown_to_admins_and_audited_and_an_admin_unlocks_it(
+    shared_gateway: Gateway, operator_of: Callable[..., Login], console_as: Callable[[str], ConsoleClient]
+) -> None:
+    viewer = operator_of("viewer")
+    client = ConsoleClient(shared_gateway)
+    for _ in range(5):
+        client.sign_in(viewer, password="not the password")
+    admin = console_as("admin")
+    row = _operator_row(admin, viewer)
+    assert "locked until" in row and "<td>5</td>" in row  # its failed sign-ins
+    locks = html.unescape(admin.get("/audit", action="operator.lock", actor=viewer.email).text)
+    assert '"failed_signins":5' in locks and client.address in locks
+    unlock = re.search(r'action="(/operators/\d+/unlock)"', row)
+    assert unlock is not None
+    assert admin.post(unlock[1], {}, from_page="/operators").status_code == 303
+    assert "active" in _operator_row(admin, viewer)
+    unlocks = html.unescape(admin.get("/audit", action="operator.unlock").text)
+    assert viewer.email in unlocks and '"failed_signins":5' in unlocks
+    assert client.sign_in(viewer).status_code == 303
+
+
+def test_failed_sign_ins_from_one_address_past_its_limit_are_refused_whichever_account_and_audited(
+    shared_gateway: Gateway, operator_of: Callable[..., Login], console_as: Callable[[str], ConsoleClient]
+) -> None:
+    address, stranger = new_address(), Login(f"nobody-{uuid.uuid4().hex[:8]}@ops.example", "guess guess guess", None)
+    answers = sign_in_together(shared_gateway, [SignIn(stranger, address=address) for _ in range(25)])
+    assert sorted(a.status_code for a in answers) == [401] * 20 + [429] * 5
+    refused = next(a for a in answers if a.status_code == 429)
+    assert int(refused.headers["retry-after"]) > 0 and "Too many failed sign-ins from your address" in refused.text
+    assert ConsoleClient(shared_gateway, address=address).sign_in(operator_of("viewer")).status_code == 429
+    audit = console_as("admin").get("/audit", action="operator.sign-in", actor=stranger.email).text
+    assert audit.count("address limit") == 1 and address in audit  # once, not for every refusal
+
+
+def test_a_successful_sign_in_gives_its_attempt_back_to_the_address(
+    shared_gateway: Gateway, operator_of: Callable[..., Login]
+) -> None:
+    address, stranger = new_address(), Login(f"nobody-{uuid.uuid4().hex[:8]}@ops.example", "guess guess guess", None)
+    answers = sign_in_together(shared_gateway, [SignIn(stranger, address=address) for _ in range(19)])
+    assert [a.status_code for a in answers] == [401] * 19
+    client = ConsoleClient(shared_gateway, address=address)
+    assert client.sign_in(operator_of("viewer")).status_code == 303
+    assert client.sign_in(stranger).status_code == 401  # the twentieth failure
+    assert client.sign_in(stranger).status_code == 429

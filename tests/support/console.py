@@ -3,6 +3,8 @@ signed in through the sign-in form (with httpx, or in Chromium with Playwright).
 
 from __future__ import annotations
 
+import asyncio
+import random
 import re
 import time
 import uuid
@@ -59,6 +61,13 @@ def new_operator(gateway: Gateway, role: str, *, totp: bool = False) -> Login:
     return Login(email, password, secret)
 
 
+def new_address() -> str:
+    """A client address of its own (198.18.0.0/15, kept for tests), sent as ``X-Forwarded-For``: the test
+    runner's 127.0.0.1 is a trusted proxy by default. Tests' failed sign-ins then count against their own
+    address's limit, not one all tests share."""
+    return f"198.{random.randint(18, 19)}.{random.randint(0, 255)}.{random.randint(1, 254)}"
+
+
 def csrf_of(html: str) -> str:
     found = _CSRF.search(html)
     assert found, "no CSRF token on the page"
@@ -68,8 +77,10 @@ def csrf_of(html: str) -> str:
 class ConsoleClient:
     """The console over HTTP, as a browser without JavaScript uses it."""
 
-    def __init__(self, gateway: Gateway) -> None:
-        self.http = httpx.Client(base_url=gateway.console, follow_redirects=False, timeout=30)
+    def __init__(self, gateway: Gateway, *, address: str | None = None) -> None:
+        self.address = address or new_address()
+        headers = {"X-Forwarded-For": self.address}
+        self.http = httpx.Client(base_url=gateway.console, follow_redirects=False, timeout=30, headers=headers)
 
     def sign_in(self, login: Login, *, password: str | None = None, code: str | None = None) -> httpx.Response:
         form = self.http.get("/sign-in")
@@ -92,6 +103,45 @@ class ConsoleClient:
 
     def close(self) -> None:
         self.http.close()
+
+
+@dataclass
+class SignIn:
+    """One sign-in of a burst: ``login``'s own password and a fresh code unless others are given."""
+
+    login: Login
+    password: str | None = None
+    code: str | None = None
+    address: str | None = None  # default: an address of its own
+
+
+def sign_in_together(gateway: Gateway, attempts: list[SignIn]) -> list[httpx.Response]:
+    """Each attempt from a client of its own: every sign-in form is fetched first, then all are posted at
+    once. The answers in the order of ``attempts``."""
+    fields = [
+        {"email": a.login.email, "password": a.login.password if a.password is None else a.password,
+         "code": a.login.code() if a.code is None else a.code, "next": "/"}
+        for a in attempts
+    ]  # fmt: skip
+
+    async def burst() -> list[httpx.Response]:
+        clients = [
+            httpx.AsyncClient(
+                base_url=gateway.console, timeout=300, headers={"X-Forwarded-For": a.address or new_address()}
+            )
+            for a in attempts
+        ]
+        try:
+            forms = await asyncio.gather(*(client.get("/sign-in") for client in clients))
+            posts = (
+                client.post("/sign-in", data={**f, "csrf": csrf_of(form.text)})
+                for client, form, f in zip(clients, forms, fields, strict=True)
+            )
+            return list(await asyncio.gather(*posts))
+        finally:
+            await asyncio.gather(*(client.aclose() for client in clients))
+
+    return asyncio.run(burst())
 
 
 def sign_in_page(page: Page, gateway: Gateway, login: Login) -> None:

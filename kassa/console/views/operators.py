@@ -7,29 +7,27 @@ from functools import partial
 from sqlalchemy import Connection
 from starlette.responses import RedirectResponse, Response
 
-from kassa.clock import now_ms
+from kassa.clock import date_time_text, now_ms
 from kassa.console import credentials
 from kassa.console.access import Console, Visit, action, page
 from kassa.domain.operators import READ_AUDIT_LOG, Action, Role
 from kassa.storage import audit_log
 from kassa.storage import operators as operator_store
+from kassa.storage.operators import Operator
 
 PAGE_SIZE = 50
 
 
 @page(Role.ADMIN)
 async def operator_list(console: Console, visit: Visit) -> Response:
-    found = await console.read(operator_store.listing)
-    return visit.page("operators.html", operators=found, roles=list(Role), created=None)
+    return await _operators(console, visit)
 
 
 @action(Action.OPERATOR_CREATE)
 async def operator_create(console: Console, visit: Visit) -> Response:
     email, role_name = visit.form.get("email", "").strip().lower(), visit.form.get("role", "")
     if "@" not in email or role_name not in {r.value for r in Role}:
-        found = await console.read(operator_store.listing)
-        problem = "An operator needs an email address and a role."
-        return visit.page("operators.html", 400, operators=found, roles=list(Role), created=None, problem=problem)
+        return await _operators(console, visit, 400, problem="An operator needs an email address and a role.")
     role = Role(role_name)
     password = credentials.new_password()
     secret = credentials.new_totp_secret() if role is Role.ADMIN or visit.form.get("totp") else None
@@ -44,8 +42,7 @@ async def operator_create(console: Console, visit: Visit) -> Response:
     created = {"email": email, "password": password, "totp": secret}
     if secret:
         created["uri"] = credentials.totp_uri(secret, email)
-    found = await console.read(operator_store.listing)
-    return visit.page("operators.html", operators=found, roles=list(Role), created=created)
+    return await _operators(console, visit, created=created)
 
 
 @action(Action.OPERATOR_DISABLE)
@@ -70,13 +67,43 @@ async def operator_reset(console: Console, visit: Visit) -> Response:
     def reset(conn: Connection) -> tuple[dict[str, object], None]:
         found = operator_store.by_id(conn, operator_id)
         operator_store.reset_password(conn, operator_id, password_hash)
-        return {"email": found.email, "disabled": found.disabled, "locked": found.locked(now_ms())}, None
+        before = {"email": found.email, "disabled": found.disabled, "locked": found.locked(now_ms())}
+        return {**before, "failed_signins": found.failed_signins}, None
 
     await console.audited(visit, Action.OPERATOR_RESET, f"operator {operator_id}", reset)
     found = await console.read(operator_store.listing)
     email = next((o.email for o in found if o.id == operator_id), "")
     created = {"email": email, "password": password, "totp": None}
-    return visit.page("operators.html", operators=found, roles=list(Role), created=created)
+    return _page(visit, found, created=created)
+
+
+@action(Action.OPERATOR_UNLOCK)
+async def operator_unlock(console: Console, visit: Visit) -> Response:
+    """Ends a lockout at once, password unchanged: for an operator who mistyped, not one whose password
+    may be known (reset that instead)."""
+    operator_id = int(visit.request.path_params["operator_id"])
+
+    def unlock(conn: Connection) -> tuple[dict[str, object], dict[str, object]]:
+        found = operator_store.unlock(conn, operator_id)
+        locked_until = None if found.locked_until_ms is None else date_time_text(found.locked_until_ms)
+        before: dict[str, object] = {"email": found.email, "locked_until": locked_until}
+        return {**before, "failed_signins": found.failed_signins}, {"locked_until": None, "failed_signins": 0}
+
+    try:
+        await console.audited(visit, Action.OPERATOR_UNLOCK, f"operator {operator_id}", unlock)
+    except operator_store.NoOperator:
+        return visit.page("refused.html", 404, reason="No such operator.")
+    return RedirectResponse("/operators", status_code=303)
+
+
+async def _operators(console: Console, visit: Visit, status: int = 200, **shown: object) -> Response:
+    return _page(visit, await console.read(operator_store.listing), status, **shown)
+
+
+def _page(visit: Visit, found: list[Operator], status: int = 200, **shown: object) -> Response:
+    """The Operators page: every operator with its state now, and what the action that answers shows."""
+    context = {"operators": found, "roles": list(Role), "created": None, "now": now_ms(), **shown}
+    return visit.page_of("operators.html", context, status)
 
 
 @page(READ_AUDIT_LOG)
@@ -99,5 +126,6 @@ ROUTES = [
     ("/operators", "POST", operator_create),
     ("/operators/{operator_id:int}/disable", "POST", operator_disable),
     ("/operators/{operator_id:int}/reset-password", "POST", operator_reset),
+    ("/operators/{operator_id:int}/unlock", "POST", operator_unlock),
     ("/audit", "GET", audit),
 ]

@@ -11,13 +11,15 @@ from sqlalchemy import Connection
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from kassa.clock import now_ms
+from kassa.clock import date_time_text, now_ms
 from kassa.console import credentials
 from kassa.console.access import COOKIE, Console, Visit, action
 from kassa.console.rendering import render
 from kassa.domain.operators import Action, Role
-from kassa.storage import audit_log
+from kassa.ratelimit import address_key, retry_after
+from kassa.storage import audit_log, sign_in_addresses
 from kassa.storage import operators as operator_store
+from kassa.storage.operators import Credentials
 from kassa.web.forms import form_fields
 
 PRE_COOKIE = "kassa_console_pre"  # the sign-in form's own CSRF secret, before there is a session
@@ -49,80 +51,129 @@ class _Attempt:
     code: str
     address: str
 
+    @property
+    def address_key(self) -> str:
+        return address_key(self.address)[:64]
+
 
 async def sign_in(console: Console, request: Request) -> Response:
+    """Counted before the password is checked (for its address and its operator), decided after it in one
+    transaction with what it changes: attempts sent at once all count, and none is let in on a state
+    another changed meanwhile. Every refusal but the address's answers the same, whatever its reason."""
     form = await form_fields(request) or {}
     pre = request.cookies.get(PRE_COOKIE, "")
     if not pre or not credentials.csrf_matches(pre, form.get("csrf", "")):
         return await sign_in_form(console, request, "The form expired: please sign in again.", 403)
     address = request.client.host if request.client else ""
     attempt = _Attempt(form.get("email", "").strip().lower(), form.get("password", ""), form.get("code", ""), address)
-    problem, operator_id, step = await _check(console, attempt)
-    if problem:
-        return await sign_in_form(console, request, problem, 401)
-    assert operator_id is not None
+    refused, begun = await console.write(partial(_begin, console=console, attempt=attempt, now=now_ms()))
+    if refused is not None:
+        return await _too_many(console, request, refused.wait_ms)
+    # Argon2 takes tens of milliseconds by design: off the event loop. Against a decoy when there is nothing
+    # to check (no such operator, disabled, locked out), so that the time taken tells none of them apart.
+    stored = None if begun is None else begun.password_hash
+    right = await asyncio.to_thread(credentials.password_matches, stored, attempt.password)
+    checked = None if begun is None else _checked(begun, right, attempt.code, now_ms())
     token = credentials.new_session_token()
-    opened = partial(_open, console=console, attempt=attempt, operator_id=operator_id, step=step, token=token)
-    await console.write(opened)
+    finish = partial(_finish, console=console, attempt=attempt, checked=checked, token=token, now=now_ms())
+    if not await console.write(finish):
+        return await sign_in_form(console, request, _WRONG, 401)
     response = RedirectResponse(_next(form.get("next", "/")), status_code=303)
     _cookie(response, request, COOKIE, token)
     response.delete_cookie(PRE_COOKIE, path="/")
     return response
 
 
-async def _check(console: Console, attempt: _Attempt) -> tuple[str, int | None, int | None]:
-    """A refusal's message, or the operator and the TOTP step of the accepted code."""
-    vault = console.services.vault
-    found = await console.read(partial(operator_store.credentials_of, vault=vault, email=attempt.email))
-    stored = None if found is None else found.password_hash
-    # Argon2 takes tens of milliseconds by design: off the event loop.
-    right = await asyncio.to_thread(credentials.password_matches, stored, attempt.password)
-    if found is None:
-        await _refused(console, attempt, "no such operator")
-        return _WRONG, None, None
-    now = now_ms()
-    operator = found.operator
-    if operator.disabled:
-        await _refused(console, attempt, "disabled")
-        return _WRONG, None, None
-    if operator.locked(now):
-        await _refused(console, attempt, "locked")
-        return "Too many failed sign-ins: this account is locked for a while (an admin can reset it).", None, None
-    step = None
-    needs_code = found.totp_secret is not None or operator.role is Role.ADMIN
-    if right and needs_code:
-        secret, last = found.totp_secret, found.totp_last_step
-        step = None if secret is None else credentials.totp_step(secret, attempt.code, now // 1000, last)
-        right = step is not None
-    if not right:
-        locked = await console.write(partial(_failed, operator_id=operator.id, console=console, now=now))
-        await _refused(console, attempt, "locked now" if locked else "wrong password or code")
-        return _WRONG, None, None
-    return "", operator.id, step
+def _begin(
+    conn: Connection, console: Console, attempt: _Attempt, now: int
+) -> tuple[sign_in_addresses.Refused | None, Credentials | None]:
+    """The address's refusal, or the credentials of the sign-in now counted (None: nothing to sign in)."""
+    limit = console.address_attempts
+    refused = sign_in_addresses.take(conn, attempt.address_key, now, console.address_interval_ms, limit)
+    if refused is not None:
+        if refused.first:  # not every refusal: a flood would fill the append-only log
+            _refused(conn, attempt, "address limit", now, until=date_time_text(now + refused.wait_ms))
+        return refused, None
+    return None, operator_store.begin_signin(conn, console.services.vault, attempt.email, now)
 
 
-def _failed(conn: Connection, operator_id: int, console: Console, now: int) -> bool:
-    settings = console.services.settings
-    lock_ms = int(settings.console_lockout_minutes * 60_000)
-    return operator_store.failed_signin(conn, operator_id, settings.console_lockout_attempts, lock_ms, now)
+async def _too_many(console: Console, request: Request, wait_ms: int) -> Response:
+    minutes = -(-wait_ms // 60_000)
+    problem = f"Too many failed sign-ins from your address: try again in {minutes} minute{'s' * (minutes > 1)}."
+    response = await sign_in_form(console, request, problem, 429)
+    response.headers["retry-after"] = retry_after(wait_ms)
+    return response
 
 
-async def _refused(console: Console, attempt: _Attempt, reason: str) -> None:
-    actor = attempt.email[:254] or "-"
-    why = {"reason": reason}
-    entry = audit_log.Entry(actor, Action.SIGN_IN.code, "", audit_log.REFUSED, None, why, attempt.address)
-    await console.write(partial(audit_log.append, entry=entry, now_ms=now_ms()))
+@dataclass(frozen=True, slots=True)
+class _Checked:
+    """A sign-in's credentials against what was typed: ``right`` when the password and, where one is
+    needed, the code are (as far as what was read knows); ``step``, the code's TOTP step (None: no code)."""
+
+    credentials: Credentials
+    right: bool
+    step: int | None
 
 
-def _open(
-    conn: Connection, console: Console, attempt: _Attempt, operator_id: int, step: int | None, token: str
-) -> None:
-    now = now_ms()
+def _checked(begun: Credentials, password_right: bool, code: str, now: int) -> _Checked:
+    secret = begun.totp_secret
+    if not password_right or (secret is None and begun.operator.role is Role.ADMIN):
+        return _Checked(begun, False, None)
+    if secret is None:
+        return _Checked(begun, True, None)
+    step = credentials.totp_step(secret, code, now // 1000, begun.totp_last_step)
+    return _Checked(begun, step is not None, step)
+
+
+def _finish(
+    conn: Connection, console: Console, attempt: _Attempt, checked: _Checked | None, token: str, now: int
+) -> bool:
+    """Lets the sign-in in or counts its failure, with its audit entries, in one transaction."""
+    if checked is None:
+        _refused(conn, attempt, _not_begun(conn, attempt.email), now)
+        return False
+    if checked.right and _let_in(conn, console, attempt, checked, token, now):
+        return True
+    reason = "right, but locked meanwhile or sign-ins at once" if checked.right else "wrong password or code"
+    _refused(conn, attempt, reason, now)
+    operator_id = checked.credentials.operator.id
+    until = now + console.lockout_ms
+    count = operator_store.lock_if_failed(conn, operator_id, console.lockout_attempts, until)
+    if count is not None:
+        after = {"locked_until": date_time_text(until), "failed_signins": count}
+        target = f"operator {operator_id}"
+        lock = audit_log.Entry(attempt.email, Action.OPERATOR_LOCK.code, target, after=after, address=attempt.address)
+        audit_log.append(conn, lock, now)
+    return False
+
+
+def _let_in(conn: Connection, console: Console, attempt: _Attempt, checked: _Checked, token: str, now: int) -> bool:
+    """A session, and the address's attempt given back, if the operator's row still lets this sign-in in."""
+    sign_in_addresses.hold(conn, attempt.address_key)
+    if not operator_store.accept_signin(conn, checked.credentials, checked.step, console.lockout_attempts):
+        return False
+    sign_in_addresses.give_back(conn, attempt.address_key, console.address_interval_ms)
     # Sessions that ran out are forgotten here: sign-ins are rare, and nothing else needs them gone sooner.
     operator_store.prune_sessions(conn, now - console.idle_ms, now - console.lifetime_ms)
-    operator_store.signed_in(conn, operator_id, step)
-    operator_store.open_session(conn, credentials.token_hash(token), operator_id, now)
+    operator_store.open_session(conn, credentials.token_hash(token), checked.credentials.operator.id, now)
     entry = audit_log.Entry(attempt.email, Action.SIGN_IN.code, "", audit_log.DONE, address=attempt.address)
+    audit_log.append(conn, entry, now)
+    return True
+
+
+def _not_begun(conn: Connection, email: str) -> str:
+    """Why a sign-in was not counted: for the audit log alone, never the answer."""
+    try:
+        found = operator_store.by_email(conn, email)
+    except operator_store.NoOperator:
+        return "no such operator"
+    return "disabled" if found.disabled else "locked"
+
+
+def _refused(conn: Connection, attempt: _Attempt, reason: str, now: int, **more: str) -> None:
+    actor = attempt.email[:254] or "-"
+    why = {"reason": reason, **more}
+    entry = audit_log.Entry(actor, Action.SIGN_IN.code, "", audit_log.REFUSED, after=why, address=attempt.address)
     audit_log.append(conn, entry, now)
 
 

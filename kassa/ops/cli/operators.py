@@ -35,6 +35,7 @@ def _operator_dict(o: Operator) -> dict[str, Any]:
         "totp": o.has_totp,
         "disabled": o.disabled,
         "locked_until": iso_time(o.locked_until_ms) if o.locked(now_ms()) else None,
+        "failed_signins": o.failed_signins,
         "created_at": iso_time(o.created_at_ms),
     }
 
@@ -121,7 +122,9 @@ def operator_reset_password(email: str, as_json: bool) -> None:
     def reset(conn: Connection) -> Operator:
         found = operator_store.by_email(conn, email)
         operator_store.reset_password(conn, found.id, password_hash)
-        audit_log.append(conn, audit_log.Entry(_actor(), Action.OPERATOR_RESET.code, found.email), now_ms())
+        before = {"disabled": found.disabled, "locked": found.locked(now_ms()), "failed_signins": found.failed_signins}
+        entry = audit_log.Entry(_actor(), Action.OPERATOR_RESET.code, found.email, before=before)
+        audit_log.append(conn, entry, now_ms())
         return operator_store.by_id(conn, found.id)
 
     data = {**_operator_dict(_found(lambda: write(reset))), "password": password}
