@@ -35,7 +35,7 @@ OTHERS_BUSY = 0.15
 def _cells(row: Row, rows: Sequence[Row]) -> tuple[str, ...]:
     r = row.result
     ceiling_rps = rows[0].result.rps if rows else 0.0
-    measured_apart = row.kind.startswith("e2e") or row.kind == "console-search"
+    measured_apart = row.kind.startswith(("e2e", "claim-")) or row.kind == "console-search"
     ratio = f"{r.rps / ceiling_rps:.2f}" if ceiling_rps and not measured_apart else "-"
     rss = " + ".join(f"{kib / 1024:.0f}" for kib in row.rss_each_kib or (row.rss_kib,))
     return (

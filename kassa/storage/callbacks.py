@@ -472,12 +472,12 @@ def record(
     attempt: Attempt,
     retry_at_ms: int | None,
     *,
-    outage: Callable[[Outage], Outage],
+    outage: Callable[[Outage], Outage] | None = None,
 ) -> bool:
     """Logs the attempt and moves the callback on: delivered, pending again at ``retry_at_ms``, or failed
-    (no retry left); a callback that finished hands its lane to the next of its order and URL. The
-    destination's outage becomes ``outage(current)``. False when this worker's lease was lost: nothing is
-    written then."""
+    (no retry left); a callback that finished hands its lane to the next of its order and URL. With
+    ``outage``, the destination's outage becomes ``outage(current)``. False when this worker's lease was
+    lost: nothing is written then."""
     held = {"id": due.id, "owner": owner}
     if attempt.delivered:
         moved = _DELIVERED.execute(conn, {**held, "at_ms": attempt.at_ms})
@@ -492,7 +492,8 @@ def record(
     _LOG_ATTEMPT.execute(conn, {**logged, **excerpt})
     requeued = not attempt.delivered and retry_at_ms is not None
     promoted = not requeued and _PROMOTE.execute(conn, {"order_id": due.order_id, "url": due.url}).rowcount == 1
-    if _note_outage(conn, due.destination, outage) or requeued or promoted:
+    changed = outage is not None and _note_outage(conn, due.destination, outage)
+    if changed or requeued or promoted:
         _refresh(conn, [due.destination])
     return True
 
