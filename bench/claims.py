@@ -26,6 +26,7 @@ from kassa.domain.transactions import TxType
 from kassa.storage import callbacks as callback_store
 from kassa.storage import jobs as job_store
 from kassa.storage import orders as order_store
+from kassa.storage import queue_figures
 from kassa.storage.callbacks import Attempt, DeliveryLimits
 from kassa.storage.database import Database, open_database
 from kassa.storage.jobs import JobKind
@@ -179,7 +180,7 @@ def measure(backend: str, backlogs: Sequence[int] = BACKLOGS, claims: int = 200)
                 seeding = time.monotonic() - started
                 for queue, one in (("callback", _callback_claim), ("job", _job_claim)):
                     took = _timed(db, shop, one, claims)
-                    rows.append(_row(queue, backlog, backend, took, seeding))
+                    rows.append(_row(queue, backlog, backend, took, seeding, _figures_ms(db)))
         finally:
             db.close()
     return rows
@@ -191,13 +192,26 @@ def _timed(db: Database, shop: Shop, one: Callable[[Database, Shop, int], float]
     return [one(db, shop, n) * 1000 for n in range(claims)]
 
 
-def _row(queue: str, backlog: int, backend: str, took_ms: list[float], seeding_s: float) -> Row:
+def _figures_ms(db: Database) -> float:
+    """The median of five reads of the queue figures a /metrics scrape makes (``storage.queue_figures``)."""
+    took = []
+    for _ in range(5):
+        started = time.perf_counter()
+        db.read_sync(lambda conn: queue_figures.read(conn, NOW))
+        took.append((time.perf_counter() - started) * 1000)
+    return statistics.median(took)
+
+
+def _row(queue: str, backlog: int, backend: str, took_ms: list[float], seeding_s: float, figures_ms: float) -> Row:
     if queue == "callback":
         name = f"callback claim, {backlog:,} queued behind a destination down and one full, {backend}"
     else:
         name = f"job claim, {backlog:,} jobs not due yet, {backend}"
     row = search_row(took_ms, 0, backend)
-    seeded = f"{name}: seeding up to {backlog:,} took {seeding_s:.1f} s; mean {statistics.fmean(took_ms):.3f} ms"
+    seeded = (
+        f"{name}: seeding up to {backlog:,} took {seeding_s:.1f} s; mean {statistics.fmean(took_ms):.3f} ms;"
+        f" the queue figures of a /metrics scrape read in {figures_ms:.1f} ms"
+    )
     return Row(name, row.result, 0, 0.0, row.cpu, kind=f"claim-{queue}", backend=backend, facts=(seeded,))
 
 

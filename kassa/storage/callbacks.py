@@ -137,7 +137,9 @@ def add_all(
         written.append((inserted["id"], inserted["lease_owner"] is not None))
         if inserted["lane"] is not None:
             queued.add(target["destination"])
-    _refresh(conn, queued)
+    for name in sorted(queued):  # name order: see the module's note on locks
+        _ENSURE.execute(conn, {"destination": name})
+        _BRING_FORWARD.execute(conn, {"destination": name, "now_ms": now_ms})
     return written
 
 
@@ -277,6 +279,23 @@ _REFRESH = Prepared(
     update(callback_destinations)
     .where(callback_destinations.c.destination == bindparam("destination"))
     .values(first_at_ms=_head_of(FIRST), retry_at_ms=_head_of(RETRY))
+)
+
+
+# A first attempt due now joined the destination's queue: its head comes forward to now (or its probe), if it
+# was later. A destination with callbacks already due, as one with a backlog has, is not written (nor locked).
+_BRING_FORWARD = Prepared(
+    update(callback_destinations)
+    .where(
+        callback_destinations.c.destination == bindparam("destination"),
+        or_(callback_destinations.c.first_at_ms.is_(None), callback_destinations.c.first_at_ms > bindparam("now_ms")),
+    )
+    .values(
+        first_at_ms=case(
+            (callback_destinations.c.probe_at_ms > bindparam("now_ms"), callback_destinations.c.probe_at_ms),
+            else_=bindparam("now_ms"),
+        )
+    )
 )
 
 

@@ -174,20 +174,25 @@ def test_a_destination_that_cannot_be_reached_gets_one_probe_per_interval_then_d
     assert sorted(drained) == sorted(set(drained)) and len(drained) == 30
 
 
+def _chain(db: Database, count: int) -> int:
+    """An order with ``count`` callbacks to one URL, fields ``{"n": "0"}``, ...; its id."""
+
+    def write(conn: Connection) -> int:
+        merchant_id, endpoint_id = _shop(conn)
+        order = _order(conn, merchant_id, endpoint_id, "chain")
+        for n in range(count):
+            fields = f'{{"n": "{n}"}}'
+            callback_store.add(conn, order, order["tx"], "notify", "http://shop.example/cb", fields, NOW, None)
+        return order["id"]
+
+    return db.write_sync(write)
+
+
 def test_a_callback_waiting_for_an_earlier_one_of_its_order_takes_the_lane_when_that_one_is_delivered(
     db: Database,
 ) -> None:
     limits = DeliveryLimits(per_destination=10, per_merchant=10)
-
-    def write(conn: Connection) -> None:
-        merchant_id, endpoint_id = _shop(conn)
-        order = _order(conn, merchant_id, endpoint_id, "chain")
-        for n in range(3):
-            callback_store.add(
-                conn, order, order["tx"], "notify", "http://shop.example/cb", f'{{"n": "{n}"}}', NOW, None
-            )
-
-    db.write_sync(write)
+    _chain(db, 3)
     seen = []
     for _ in range(3):
         [due] = _claimed(db, "callbacks-a", limits)
@@ -195,3 +200,29 @@ def test_a_callback_waiting_for_an_earlier_one_of_its_order_takes_the_lane_when_
         seen.append(due.fields["n"])
         _record(db, due, "callbacks-a", _answer(200, at=NOW))
     assert seen == ["0", "1", "2"]
+
+
+def test_a_redelivered_callback_goes_out_again_before_the_later_ones_of_its_order_to_its_url(db: Database) -> None:
+    limits = DeliveryLimits(per_destination=10, per_merchant=10)
+    order_id = _chain(db, 2)
+    [first] = _claimed(db, "callbacks-a", limits)
+    _record(db, first, "callbacks-a", _answer(200, at=NOW))
+    assert db.write_sync(lambda conn: callback_store.redeliver(conn, NOW, first.id)) == 1
+    seen = []
+    while claimed := _claimed(db, "callbacks-a", limits):
+        [due] = claimed
+        seen.append(due.fields["n"])
+        _record(db, due, "callbacks-a", _answer(200, at=NOW))
+    assert seen == ["0", "1"]
+    assert db.write_sync(lambda conn: callback_store.redeliver(conn, NOW, order_id=order_id)) == 2
+    assert [due.fields["n"] for due in _claimed(db, "callbacks-a", limits)] == ["0"]
+
+
+def test_a_callback_whose_lease_ran_out_is_claimed_again_and_its_destination_counts_it_free(db: Database) -> None:
+    limits = DeliveryLimits(per_destination=1, per_merchant=10)
+    lease = CallbackLease("callbacks-dead", NOW + LEASE_MS, limits)
+    assert _queued(db, ["http://a.example/1", "http://a.example/2"], lease) == [True, False]
+    assert _claim(db, "callbacks-a", limits, now=NOW + LEASE_MS) == []  # the first is still in flight
+    later = NOW + LEASE_MS + 1
+    assert _claim(db, "callbacks-a", limits, now=later) == ["http://a.example/1"]  # longest due first
+    assert _claim(db, "callbacks-b", limits, now=later) == []
