@@ -325,6 +325,7 @@ def _due_destinations(lane: int) -> Prepared:
 
 
 _DUE_DESTINATIONS = {lane: _due_destinations(lane) for lane in (FIRST, RETRY)}
+_PAGE = 32  # destinations read at a time, at least: a small room need not cost a query per full destination
 _NEXT = Prepared(
     select(callbacks.c.id, callbacks.c.merchant_id)
     .where(
@@ -424,11 +425,12 @@ def claim(conn: Connection, owner: str, now_ms: int, lease_ms: int, room: int, l
     an operator applies to the next attempt)."""
     _refresh(conn, (row["destination"] for row in _RECOVER.all(conn, {"now_ms": now_ms})))
     left = _Room(conn, now_ms, room, limits)
+    size = max(room, _PAGE)
     for lane in (FIRST, RETRY):
         after: tuple[int, str] = (-1, "")
         while left.left > 0:
             page = _DUE_DESTINATIONS[lane].all(
-                conn, {"now_ms": now_ms, "after_at": after[0], "after": after[1], "page": room}
+                conn, {"now_ms": now_ms, "after_at": after[0], "after": after[1], "page": size}
             )
             for found in page:
                 take = left.of_destination(found["destination"], found["failures"])
@@ -438,7 +440,7 @@ def claim(conn: Connection, owner: str, now_ms: int, lease_ms: int, room: int, l
                         left.take(found["destination"], row["id"], row["merchant_id"])
                 if left.left <= 0:
                     break
-            if len(page) < room:
+            if len(page) < size:
                 break
             after = (page[-1]["at"], page[-1]["destination"])
     if not left.chosen:

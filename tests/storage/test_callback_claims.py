@@ -226,3 +226,12 @@ def test_a_callback_whose_lease_ran_out_is_claimed_again_and_its_destination_cou
     later = NOW + LEASE_MS + 1
     assert _claim(db, "callbacks-a", limits, now=later) == ["http://a.example/1"]  # longest due first
     assert _claim(db, "callbacks-b", limits, now=later) == []
+
+
+def test_a_claim_reads_on_past_a_page_of_destinations_that_are_full(db: Database) -> None:
+    limits = DeliveryLimits(per_destination=1, per_merchant=1000)
+    full = [f"http://full-{n:02}.example/cb" for n in range(40)]
+    _queued(db, full + full)
+    assert len(_claim(db, "callbacks-a", limits)) == 40  # one each: every destination is now full
+    _queued(db, ["http://zz-last.example/cb"])  # due as long as they are, and last by name
+    assert _claim(db, "callbacks-b", limits, room=1) == ["http://zz-last.example/cb"]
