@@ -312,11 +312,13 @@ def _refresh(conn: Connection, names: Iterable[str]) -> None:
 
 def _due_destinations(lane: int) -> Prepared:
     """A page of the destinations whose next callback of ``lane`` may go out now, longest due first, after
-    the one at ``(after_at, after)``; locked, skipping those another claim holds."""
+    the one at ``(after_at, after)``, with their callbacks in flight; locked, skipping those another claim
+    holds."""
     d = callback_destinations.c
     at = d.first_at_ms if lane == FIRST else d.retry_at_ms
+    flying = _in_flight("destination", d.destination).label("flying")
     return Prepared(
-        select(d.destination, d.failures, at.label("at"))
+        select(d.destination, d.failures, flying, at.label("at"))
         .where(at <= bindparam("now_ms"), tuple_(at, d.destination) > tuple_(bindparam("after_at"), bindparam("after")))
         .order_by(at, d.destination)
         .limit(bindparam("page"))
@@ -337,7 +339,7 @@ _NEXT = Prepared(
     .limit(bindparam("take"))
     .with_for_update(skip_locked=True)
 )
-_IN_FLIGHT = {name: Prepared(select(_in_flight(name, bindparam("value")))) for name in ("destination", "merchant_id")}
+_MERCHANT_IN_FLIGHT = Prepared(select(_in_flight("merchant_id", bindparam("merchant_id"))))
 
 
 def _leasing(chosen: Any) -> Any:
@@ -396,20 +398,20 @@ class _Room:
         self.merchants: dict[int, int] = {}
         self.chosen: list[int] = []
 
-    def _flying(self, name: str, value: Any) -> int:
-        return int(_IN_FLIGHT[name].scalar(self.conn, {"value": value, "now_ms": self.now_ms}))
-
-    def of_destination(self, name: str, failures: int) -> int:
-        """Room left at a destination; one callback at a time at one that is down (its probe)."""
+    def of_destination(self, found: Record) -> int:
+        """Room left at a destination (a row of ``_DUE_DESTINATIONS``); one callback at a time at one that is
+        down (its probe)."""
+        name = found["destination"]
         if name not in self.destinations:
-            limit = 1 if failures else self.limits.per_destination
-            self.destinations[name] = limit - self._flying("destination", name)
+            limit = 1 if found["failures"] else self.limits.per_destination
+            self.destinations[name] = limit - found["flying"]
         return min(self.destinations[name], self.left)
 
     def take(self, destination_name: str, callback_id: int, merchant_id: int) -> None:
         """Takes the callback if its merchant has room left."""
         if merchant_id not in self.merchants:
-            self.merchants[merchant_id] = self.limits.per_merchant - self._flying("merchant_id", merchant_id)
+            flying = _MERCHANT_IN_FLIGHT.scalar(self.conn, {"merchant_id": merchant_id, "now_ms": self.now_ms})
+            self.merchants[merchant_id] = self.limits.per_merchant - int(flying)
         if self.merchants[merchant_id] > 0:
             self.merchants[merchant_id] -= 1
             self.destinations[destination_name] -= 1
@@ -433,7 +435,7 @@ def claim(conn: Connection, owner: str, now_ms: int, lease_ms: int, room: int, l
                 conn, {"now_ms": now_ms, "after_at": after[0], "after": after[1], "page": size}
             )
             for found in page:
-                take = left.of_destination(found["destination"], found["failures"])
+                take = left.of_destination(found)
                 if take > 0:
                     params = {"destination": found["destination"], "lane": lane, "now_ms": now_ms, "take": take}
                     for row in _NEXT.all(conn, params):
