@@ -571,11 +571,10 @@ _PROMOTE = Prepared(
     .where(callbacks.c.id == _first_pending(), callbacks.c.lease_until_ms.is_(None), callbacks.c.lane.is_(None))
     .values(lane=_lane(callbacks.c.attempts))
 )
-_OUTAGE = Prepared(
-    select(callback_destinations.c.failures, callback_destinations.c.failed_at_ms, callback_destinations.c.probe_at_ms)
-    .where(callback_destinations.c.destination == bindparam("destination"))
-    .with_for_update()
-)
+_OUTAGE_COLUMNS = select(
+    callback_destinations.c.failures, callback_destinations.c.failed_at_ms, callback_destinations.c.probe_at_ms
+).where(callback_destinations.c.destination == bindparam("destination"))
+_OUTAGE, _OUTAGE_LOCKED = Prepared(_OUTAGE_COLUMNS), Prepared(_OUTAGE_COLUMNS.with_for_update())
 _SET_OUTAGE = Prepared(
     update(callback_destinations)
     .where(callback_destinations.c.destination == bindparam("destination"))
@@ -585,14 +584,23 @@ _SET_OUTAGE = Prepared(
 )
 
 
+def _outage_of(conn: Connection, name: str, read: Prepared) -> Outage:
+    found = read.first(conn, {"destination": name})
+    return REACHABLE if found is None else Outage(found["failures"], found["failed_at_ms"], found["probe_at_ms"])
+
+
 def _note_outage(conn: Connection, name: str, outage: Callable[[Outage], Outage]) -> bool:
-    """Sets the destination's outage to ``outage(current)``; whether it changed."""
-    found = _OUTAGE.first(conn, {"destination": name})
-    current = REACHABLE if found is None else Outage(found["failures"], found["failed_at_ms"], found["probe_at_ms"])
+    """Sets the destination's outage to ``outage(current)``; whether it changed. Read without a lock first:
+    the attempts of a destination that answers change nothing, and must not queue up on its row (on
+    PostgreSQL), nor make claims skip it."""
+    unlocked = _outage_of(conn, name, _OUTAGE)
+    if outage(unlocked) == unlocked:
+        return False
+    _ENSURE.execute(conn, {"destination": name})
+    current = _outage_of(conn, name, _OUTAGE_LOCKED)
     after = outage(current)
     if after == current:
         return False
-    _ENSURE.execute(conn, {"destination": name})
     values = {"failures": after.failures, "failed_at_ms": after.failed_at_ms, "probe_at_ms": after.probe_at_ms}
     _SET_OUTAGE.execute(conn, {"destination": name, **values})
     return True
