@@ -30,6 +30,7 @@ from sqlalchemy import (
     Connection,
     Exists,
     ScalarSelect,
+    TextClause,
     bindparam,
     case,
     column,
@@ -342,10 +343,10 @@ _NEXT = Prepared(
 _MERCHANT_IN_FLIGHT = Prepared(select(_in_flight("merchant_id", bindparam("merchant_id"))))
 
 
-def _leasing(chosen: Any) -> Any:
+def _leasing(chosen: ColumnElement[bool] | TextClause) -> Any:
     return (
         update(callbacks)
-        .where(callbacks.c.id.in_(chosen))
+        .where(chosen)
         .values(lease_owner=bindparam("owner"), lease_until_ms=bindparam("until_ms"), lane=null())
         .returning(
             callbacks.c.id,
@@ -358,13 +359,13 @@ def _leasing(chosen: Any) -> Any:
     )
 
 
-# The callbacks a claim chose, by their ids in the JSON array ``ids``: one statement text for any count.
+# The callbacks a claim chose, by their ids in the JSON array ``ids``: one statement text for any count. On
+# PostgreSQL as an array the primary key is searched with: joined to the array's elements instead, the
+# planner took them for a hundred rows and scanned a table of ten thousand (1.4 ms a claim, bench.claims).
 _LEASE = Prepared(
-    _leasing(text("SELECT value FROM json_each(:ids)").columns(column("value", BigInteger))),
+    _leasing(callbacks.c.id.in_(text("SELECT value FROM json_each(:ids)").columns(column("value", BigInteger)))),
     postgresql=_leasing(
-        text("SELECT CAST(value AS BIGINT) FROM jsonb_array_elements_text(CAST(:ids AS JSONB))").columns(
-            column("value", BigInteger)
-        )
+        text("callbacks.id = ANY(CAST(ARRAY(SELECT jsonb_array_elements_text(CAST(:ids AS JSONB))) AS BIGINT[]))")
     ),
 )
 _RECOVER = Prepared(
