@@ -13,6 +13,7 @@ from kassa.domain.callbacks import RetrySchedule, retry_delay_ms, unreachable
 from kassa.domain.transactions import TxType
 from kassa.storage import callbacks as callback_store
 from kassa.storage import orders as order_store
+from kassa.storage import queue_figures
 from kassa.storage.callbacks import Attempt, CallbackLease, DeliveryLimits, Due
 from kassa.storage.database import Database
 from kassa.storage.tables import endpoints, merchants
@@ -235,3 +236,17 @@ def test_a_claim_reads_on_past_a_page_of_destinations_that_are_full(db: Database
     assert len(_claim(db, "callbacks-a", limits)) == 40  # one each: every destination is now full
     _queued(db, ["http://zz-last.example/cb"])  # due as long as they are, and last by name
     assert _claim(db, "callbacks-b", limits, room=1) == ["http://zz-last.example/cb"]
+
+
+def test_callbacks_behind_a_destination_that_is_down_count_as_pending_but_due_only_from_its_next_probe(
+    db: Database,
+) -> None:
+    limits = DeliveryLimits(per_destination=1, per_merchant=1000)
+    _backlog(db, "http://down.example/cb", 5)
+    [probe] = _claimed(db, "callbacks-a", limits)
+    _record(db, probe, "callbacks-a", _answer(None, at=NOW))  # down: next probe 15 s after it ended
+    probe_at = NOW + 100 + retry_delay_ms(1, 15, 1.435)
+    waiting = db.read_sync(lambda conn: queue_figures.read(conn, NOW + 1_000).callbacks)
+    assert (waiting.waiting, waiting.oldest_due_age_ms) == (5, 0)  # the dispatcher is not behind
+    late = db.read_sync(lambda conn: queue_figures.read(conn, probe_at + 2_000).callbacks)
+    assert (late.waiting, late.oldest_due_age_ms) == (5, 2_000)
