@@ -346,8 +346,21 @@ callbacks = Table(
     Column("lane", SmallInteger),
     Index("ix_callbacks_due", "state", "next_attempt_at_ms"),
     Index("ix_callbacks_order", "order_id", "url", "id"),
-    Index("ix_callbacks_destination_lease", "destination", "lease_until_ms"),
-    Index("ix_callbacks_merchant_lease", "merchant_id", "lease_until_ms"),
+    # Leased rows only (since migration 0018): what the limits count, and all a lease changes.
+    Index(
+        "ix_callbacks_destination_lease",
+        "destination",
+        "lease_until_ms",
+        sqlite_where=text("lease_until_ms IS NOT NULL"),
+        postgresql_where=text("lease_until_ms IS NOT NULL"),
+    ),
+    Index(
+        "ix_callbacks_merchant_lease",
+        "merchant_id",
+        "lease_until_ms",
+        sqlite_where=text("lease_until_ms IS NOT NULL"),
+        postgresql_where=text("lease_until_ms IS NOT NULL"),
+    ),
     Index(
         "ix_callbacks_queue",
         "destination",
