@@ -420,6 +420,25 @@ class _Room:
             self.chosen.append(callback_id)
 
 
+def _walk(left: _Room, lane: int) -> None:
+    """Chooses callbacks of ``lane`` while there is room: the due destinations a page at a time, from each
+    its next callbacks as far as its room goes."""
+    size, after = max(left.left, _PAGE), (-1, "")
+    while left.left > 0:
+        params = {"now_ms": left.now_ms, "after_at": after[0], "after": after[1], "page": size}
+        page = _DUE_DESTINATIONS[lane].all(left.conn, params)
+        for found in page:
+            if (take := left.of_destination(found)) > 0:
+                wanted = {"destination": found["destination"], "lane": lane, "now_ms": left.now_ms, "take": take}
+                for row in _NEXT.all(left.conn, wanted):
+                    left.take(found["destination"], row["id"], row["merchant_id"])
+            if left.left <= 0:
+                return
+        if len(page) < size:
+            return
+        after = (page[-1]["at"], page[-1]["destination"])
+
+
 def claim(conn: Connection, owner: str, now_ms: int, lease_ms: int, room: int, limits: DeliveryLimits) -> list[Due]:
     """Due callbacks that can start now, at most ``room``, leased to ``owner``: first attempts before
     retries; within a lane, destinations longest due first, each giving its next callbacks (longest due
@@ -428,24 +447,8 @@ def claim(conn: Connection, owner: str, now_ms: int, lease_ms: int, room: int, l
     an operator applies to the next attempt)."""
     _refresh(conn, (row["destination"] for row in _RECOVER.all(conn, {"now_ms": now_ms})))
     left = _Room(conn, now_ms, room, limits)
-    size = max(room, _PAGE)
     for lane in (FIRST, RETRY):
-        after: tuple[int, str] = (-1, "")
-        while left.left > 0:
-            page = _DUE_DESTINATIONS[lane].all(
-                conn, {"now_ms": now_ms, "after_at": after[0], "after": after[1], "page": size}
-            )
-            for found in page:
-                take = left.of_destination(found)
-                if take > 0:
-                    params = {"destination": found["destination"], "lane": lane, "now_ms": now_ms, "take": take}
-                    for row in _NEXT.all(conn, params):
-                        left.take(found["destination"], row["id"], row["merchant_id"])
-                if left.left <= 0:
-                    break
-            if len(page) < size:
-                break
-            after = (page[-1]["at"], page[-1]["destination"])
+        _walk(left, lane)
     if not left.chosen:
         return []
     lease = {"owner": owner, "until_ms": now_ms + lease_ms}
