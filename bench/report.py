@@ -32,10 +32,15 @@ SERVER_IDLE = 0.8
 OTHERS_BUSY = 0.15
 
 
+def in_process(row: Row) -> bool:
+    """A row measured in the bench's own process, with no server and no load generator."""
+    return row.kind == "console-search" or row.kind.startswith("claim-")
+
+
 def _cells(row: Row, rows: Sequence[Row]) -> tuple[str, ...]:
     r = row.result
     ceiling_rps = rows[0].result.rps if rows else 0.0
-    measured_apart = row.kind.startswith(("e2e", "claim-")) or row.kind == "console-search"
+    measured_apart = row.kind.startswith("e2e") or in_process(row)
     ratio = f"{r.rps / ceiling_rps:.2f}" if ceiling_rps and not measured_apart else "-"
     rss = " + ".join(f"{kib / 1024:.0f}" for kib in row.rss_each_kib or (row.rss_kib,))
     return (
@@ -87,6 +92,8 @@ def notes(rows: Sequence[Row], facts: Sequence[str] = ()) -> list[str]:
             found.append(f"{row.name}: the body list was replayed {r.wraps} more time(s), so some requests repeated")
         if r.generator_cpu > GENERATOR_BUSY:
             found.append(f"{row.name}: the load generator used {r.generator_cpu:.0%} of its core and may be the limit")
+        if in_process(row):
+            continue
         if row.server_cpu < SERVER_IDLE and row.kind not in ("e2e", "e2e-sustained", "peer"):
             found.append(
                 f"{row.name}: the server process used only {row.server_cpu:.0%} of its core: it waits on something"
