@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench import logcost, metricscost, peer, postgres, probe, report
+from bench import claims, logcost, metricscost, peer, postgres, probe, report
 from bench.load import LoadResult, LoadSpec
 from bench.pyload import run_pyload
 from bench.scenarios import BACKENDS, SCENARIOS, Bench, Generator, Options, say
@@ -35,7 +35,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--scenarios",
         default=",".join(SCENARIOS),
-        help="comma-separated, of: core (sale, payout, status), peer, e2e, bulk, scale, oauth "
+        help="comma-separated, of: core (sale, payout, status), peer, e2e, bulk, scale, oauth, claims "
         "(default all; the ceiling always runs)",
     )
     parser.add_argument("--e2e-rate", type=float, default=1000, help="end to end: sales per second (default 1000)")
@@ -128,6 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         work_dir = Path(tmp)
         bench = Bench(opts, work_dir, generator(work_dir))
         rows = bench.run()
+    if "claims" in opts.scenarios:
+        say("claims: callback and job claims with 0 to 1M rows queued that they cannot take")
+        rows += [row for backend in opts.backends for row in claims.measure(backend, claims.backlogs(args.quick))]
     bench.facts.append(logcost.in_own_process(opts.server_core))
     bench.facts.append(metricscost.note(opts.server_core))
     bench.facts.append(f"the whole bench took {(time.monotonic() - started) / 60:.1f} minutes")

@@ -43,7 +43,7 @@ from bench.server import API_ONLY, PREFIX, KassaDeployment, Server, ceiling_serv
 
 Generator = Callable[[LoadSpec], LoadResult]
 BACKENDS = ("sqlite", "postgresql")
-SCENARIOS = ("core", "peer", "e2e", "bulk", "scale", "oauth")
+SCENARIOS = ("core", "peer", "e2e", "bulk", "scale", "oauth", "claims")  # claims: bench/claims.py, run by main
 T = TypeVar("T")
 BODY_MARGIN = 1000
 QUIET = 0.15

@@ -17,6 +17,7 @@ SCALE_FACTOR = 1.7
 RSS_MIB = 150.0
 OAUTH_ADDS_US = 100.0
 CONSOLE_SEARCH_P99_MS = 100.0
+CLAIM_FLAT_FACTOR = 1.5  # a claim's median with a backlog against the same claim's with none
 # Each OAuth row against the control-signed row of the same server that does the same work.
 OAUTH_REFERENCES = {"oauth-hmac": "oauth-none", "oauth-rsa": "oauth-none", "cardref-v4": "cardref-v2"}
 
@@ -95,6 +96,8 @@ def cell(row: Row, rows: Sequence[Row]) -> str:
     if row.kind == "console-search":
         ok = row.result.p99_ms <= CONSOLE_SEARCH_P99_MS
         return f"p99 <= {CONSOLE_SEARCH_P99_MS:.0f} ms: {row.result.p99_ms:,.1f} ms, {_met(ok)}"
+    if row.kind.startswith("claim-"):
+        return _claim_cell(row, rows)
     if row.kind == "oauth-none":
         return "reference of the two OAuth rows refused at their first field"
     if row.kind == "cardref-v2":
@@ -225,3 +228,12 @@ def _scale_limit(rows: Sequence[Row]) -> list[str]:
         f" the one-process rate, so {SCALE_FACTOR}x needs {SCALE_FACTOR * per_sale * one.result.rps:.1f} cores"
         " at that cost"
     ]
+
+
+def _claim_cell(row: Row, rows: Sequence[Row]) -> str:
+    """A claim with work queued that it cannot take, against the first row of its kind: the empty queue."""
+    empty = _find(rows, row.kind, row.backend)
+    if empty is None or empty is row or not empty.result.p50_ms:
+        return "reference of the next rows"
+    ratio = row.result.p50_ms / empty.result.p50_ms
+    return f"p50 <= {CLAIM_FLAT_FACTOR}x empty queue: {ratio:.2f}x, {_met(ratio <= CLAIM_FLAT_FACTOR)}"

@@ -45,8 +45,8 @@ def queue_callbacks(
     fields = callback_fields(order=dict(order), tx=dict(tx), card=card, descriptor=sender.descriptor or "")
     stored = orjson.dumps(fields).decode()
     handed = []
-    for kind, url in targets:
-        callback_id, leased = callback_store.add(conn, order, tx["id"], kind, url, stored, now_ms, lease)
+    written = callback_store.add_all(conn, order, tx["id"], targets, stored, now_ms, lease)
+    for (_, url), (callback_id, leased) in zip(targets, written, strict=True):
         if leased:
             live, key = sender.mode == "live", sender.control_key_sealed
             due = Due(callback_id, order["id"], url, fields, 0, order["merchant_id"], live, key, destination(url))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from kassa.domain import money, urls
 from kassa.domain.lifecycle import Stage, status_of
@@ -53,6 +54,61 @@ def retry_delay_ms(attempts: int, base_seconds: float, factor: float) -> int:
     """Delay after the ``attempts``-th failed attempt: growing geometrically. The defaults (15 s, 1.435)
     spread 30 attempts over about 14 days."""
     return int(base_seconds * factor ** (attempts - 1) * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class Outage:
+    """A destination's run of failures: how many times in a row it could not be reached (attempts that were
+    in flight together count once), when the last of them ended, and when one callback may try it again.
+    A destination with ``failures`` gets one attempt at a time, a probe, from ``probe_at_ms`` on."""
+
+    failures: int = 0
+    failed_at_ms: int = 0
+    probe_at_ms: int = 0
+
+
+REACHABLE = Outage()
+# Answers that speak for the server rather than for the callback: it is down, overloaded or behind a proxy
+# whose upstream is gone. Any other answer, 500 included, shows a receiver that is there.
+_UNAVAILABLE = frozenset({429, 502, 503, 504})
+
+
+def unreachable(http_status: int | None, error: str | None) -> bool:
+    """Whether an attempt's outcome says its destination is down: no answer (refused, timed out, no route,
+    an address refused by the SSRF guard) or an answer of ``_UNAVAILABLE``. A URL that cannot be sent says
+    nothing of its destination (all such URLs share one key)."""
+    if http_status is None:
+        return not (error or "").startswith("unsendable")
+    return http_status in _UNAVAILABLE
+
+
+@dataclass(frozen=True, slots=True)
+class RetrySchedule:
+    """When a failed callback is tried again, and when a destination that could not be reached is."""
+
+    base_seconds: float
+    factor: float
+    max_attempts: int
+
+    def retry_at_ms(self, attempts: int, ended_ms: int) -> int | None:
+        """When a callback whose ``attempts``-th attempt failed at ``ended_ms`` is tried again; None when
+        that was its last."""
+        if attempts >= self.max_attempts:
+            return None
+        return ended_ms + retry_delay_ms(attempts, self.base_seconds, self.factor)
+
+    def outage_after(self, outage: Outage, *, reached: bool, started_ms: int, ended_ms: int) -> Outage:
+        """The destination's outage once an attempt that started at ``started_ms`` ended. Reached: over.
+        Not reached: one failure more, and the next probe as far off as a callback's next attempt after as
+        many failures (the schedule's last delay at most, so a destination is never given up); unless the
+        attempt started before the last failure ended, which it then shares."""
+        if reached:
+            return REACHABLE
+        if outage.failures and started_ms < outage.failed_at_ms:
+            return outage
+        failures = outage.failures + 1
+        delay = retry_delay_ms(max(1, min(failures, self.max_attempts - 1)), self.base_seconds, self.factor)
+        return Outage(failures, ended_ms, ended_ms + delay)
 
 
 def destination(url: str) -> str:

@@ -19,7 +19,7 @@ from sqlalchemy import Connection
 
 from kassa import metrics
 from kassa.clock import now_ms
-from kassa.domain.callbacks import EXCERPT_CHARS, response_excerpt, retry_delay_ms, signed
+from kassa.domain.callbacks import EXCERPT_CHARS, RetrySchedule, response_excerpt, signed, unreachable
 from kassa.engine import targets
 from kassa.engine.callback_urls import Unsendable, request_url, with_query
 from kassa.engine.polling import Consumer
@@ -43,6 +43,10 @@ class CallbackConfig:
     lease_seconds: float
     concurrency: int  # callbacks in flight in this process, at most
     limits: DeliveryLimits  # in flight per destination and per merchant, across processes
+
+    @property
+    def schedule(self) -> RetrySchedule:
+        return RetrySchedule(self.base_delay_seconds, self.backoff, self.max_attempts)
 
 
 class CallbackDispatcher(Consumer):
@@ -115,12 +119,15 @@ class CallbackDispatcher(Consumer):
         # nowhere but in the endpoint cache, which the API needs for every request.
         key = self._vault.decrypt(due.control_key_sealed, control_key_context(due.merchant_id))
         attempt = await sender.attempt(due.url, signed(due.fields, key), due.live)
-        attempts = due.attempts + 1
-        retry_at = None
-        if attempts < self.config.max_attempts:
-            delay = retry_delay_ms(attempts, self.config.base_delay_seconds, self.config.backoff)
-            retry_at = attempt.at_ms + attempt.latency_ms + delay
-        if await self.db.write(lambda conn: store.record(conn, due, self.owner, attempt, retry_at)):
+        schedule, ended_ms = self.config.schedule, attempt.at_ms + attempt.latency_ms
+        retry_at = None if attempt.delivered else schedule.retry_at_ms(due.attempts + 1, ended_ms)
+        outage = partial(
+            schedule.outage_after,
+            reached=not unreachable(attempt.http_status, attempt.error),
+            started_ms=attempt.at_ms,
+            ended_ms=ended_ms,
+        )
+        if await self.db.write(lambda conn: store.record(conn, due, self.owner, attempt, retry_at, outage=outage)):
             metrics.callback_attempt(
                 delivered=attempt.delivered, retried=retry_at is not None, seconds=attempt.latency_ms / 1000
             )

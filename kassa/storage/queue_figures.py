@@ -1,5 +1,7 @@
 """How much work waits in the queues, for metrics: jobs by kind and pending callbacks, each with the age of
-the oldest that is due. Both reads use the queues' due indexes (``ix_jobs_run_at``, ``ix_callbacks_due``)."""
+the oldest that is due. The counts read the queues' due indexes (``ix_jobs_run_at``, ``ix_callbacks_due``);
+a callback is due from its destination's queue head (``callback_destinations``: not before the next probe
+of a destination that is down, whose callbacks wait for it rather than for the dispatcher)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, func, select
 
-from kassa.storage.tables import callbacks, jobs
+from kassa.storage.tables import callback_destinations, callbacks, jobs
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,12 +26,13 @@ class QueueFigures:
 
 def read(conn: Connection, now_ms: int) -> QueueFigures:
     by_kind = conn.execute(select(jobs.c.kind, func.count(), func.min(jobs.c.run_at_ms)).group_by(jobs.c.kind)).all()
-    pending = conn.execute(
-        select(func.count(), func.min(callbacks.c.next_attempt_at_ms)).where(callbacks.c.state == "pending")
-    ).one()
+    pending = conn.execute(select(func.count()).where(callbacks.c.state == "pending")).scalar_one()
+    heads = callback_destinations.c
+    first, retry = conn.execute(select(func.min(heads.first_at_ms), func.min(heads.retry_at_ms))).one()
+    callback_due = min((at for at in (first, retry) if at is not None), default=None)
     return QueueFigures(
         {kind: Queue(count, _age(first_due, now_ms)) for kind, count, first_due in by_kind},
-        Queue(pending[0], _age(pending[1], now_ms)),
+        Queue(pending, _age(callback_due, now_ms)),
     )
 
 

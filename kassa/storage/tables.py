@@ -11,6 +11,7 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     MetaData,
+    SmallInteger,
     String,
     Table,
     Text,
@@ -348,11 +349,60 @@ callbacks = Table(
     # the URL, and the order's merchant (set on every row since migration 0007).
     Column("destination", String(255), nullable=False, server_default=text("''")),
     Column("merchant_id", ForeignKey("merchants.id")),
+    # Set while the callback may be claimed (pending, not leased, no earlier one of its order to its URL
+    # pending): 0 for a first attempt, 1 for a retry. A claim reads its destination's next rows by
+    # ``ix_callbacks_queue``, which holds these rows only (migration 0018).
+    Column("lane", SmallInteger),
     Index("ix_callbacks_due", "state", "next_attempt_at_ms"),
     Index("ix_callbacks_order", "order_id", "url", "id"),
-    Index("ix_callbacks_destination_lease", "destination", "lease_until_ms"),
-    Index("ix_callbacks_merchant_lease", "merchant_id", "lease_until_ms"),
+    # Leased rows only (since migration 0018): what the limits count, and all a lease changes.
+    Index(
+        "ix_callbacks_destination_lease",
+        "destination",
+        "lease_until_ms",
+        sqlite_where=text("lease_until_ms IS NOT NULL"),
+        postgresql_where=text("lease_until_ms IS NOT NULL"),
+    ),
+    Index(
+        "ix_callbacks_merchant_lease",
+        "merchant_id",
+        "lease_until_ms",
+        sqlite_where=text("lease_until_ms IS NOT NULL"),
+        postgresql_where=text("lease_until_ms IS NOT NULL"),
+    ),
+    Index(
+        "ix_callbacks_queue",
+        "destination",
+        "lane",
+        "next_attempt_at_ms",
+        "id",
+        sqlite_where=text("lane IS NOT NULL"),
+        postgresql_where=text("lane IS NOT NULL"),
+    ),
+    # Leased rows only: a claim finds the leases that ran out without reading the queue.
+    Index(
+        "ix_callbacks_leased",
+        "lease_until_ms",
+        sqlite_where=text("lease_until_ms IS NOT NULL"),
+        postgresql_where=text("lease_until_ms IS NOT NULL"),
+    ),
     sqlite_autoincrement=True,
+)
+
+# The head of each destination's callback queue, kept in the same transaction as the callbacks: when its
+# next first attempt and its next retry may go out (NULL: none waits), and its outage (``domain.callbacks.
+# Outage``). A claim walks the destinations due by these two columns instead of ranking every due callback.
+callback_destinations = Table(
+    "callback_destinations",
+    metadata,
+    Column("destination", String(255), primary_key=True),
+    Column("first_at_ms", BigInteger),
+    Column("retry_at_ms", BigInteger),
+    Column("failures", Integer, nullable=False),
+    Column("failed_at_ms", BigInteger, nullable=False),
+    Column("probe_at_ms", BigInteger, nullable=False),
+    Index("ix_callback_destinations_first", "first_at_ms", "destination"),
+    Index("ix_callback_destinations_retry", "retry_at_ms", "destination"),
 )
 
 callback_attempts = Table(

@@ -3,19 +3,25 @@ now, within the limits of callbacks in flight per destination and per merchant; 
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, update
+import uuid
+from functools import partial
+
+from sqlalchemy import Connection, select
 
 from kassa.core.opening import open_order
+from kassa.domain.callbacks import RetrySchedule, retry_delay_ms, unreachable
 from kassa.domain.transactions import TxType
 from kassa.storage import callbacks as callback_store
 from kassa.storage import orders as order_store
-from kassa.storage.callbacks import CallbackLease, DeliveryLimits
+from kassa.storage import queue_figures
+from kassa.storage.callbacks import Attempt, CallbackLease, DeliveryLimits, Due
 from kassa.storage.database import Database
-from kassa.storage.tables import callbacks
+from kassa.storage.tables import endpoints, merchants
 from tests.support.databases import shop_endpoint
 
 NOW = 1_000
 LEASE_MS = 15_000
+SCHEDULE = RetrySchedule(base_seconds=15, factor=1.435, max_attempts=30)
 
 
 def _order(conn: Connection, merchant_id: int, endpoint_id: int, name: str) -> dict[str, int]:
@@ -28,23 +34,48 @@ def _order(conn: Connection, merchant_id: int, endpoint_id: int, name: str) -> d
     return {"id": order_id, "merchant_id": merchant_id, "tx": order_store.latest_transaction_id(conn, order_id)}
 
 
+def _shop(conn: Connection) -> tuple[int, int]:
+    """The merchant ``shop`` and its endpoint, made by the first call of a test."""
+    found = conn.execute(
+        select(endpoints.c.merchant_id, endpoints.c.id).join(merchants).where(merchants.c.login == "shop")
+    ).first()
+    return shop_endpoint(conn) if found is None else (found[0], found[1])
+
+
 def _queued(db: Database, urls: list[str], lease: CallbackLease | None = None) -> list[bool]:
-    """A shop with one order per URL, each with a callback to it; whether each was written leased."""
+    """One order of the shop per URL, each with a callback to it; whether each was written leased."""
 
     def write(conn: Connection) -> list[bool]:
-        merchant_id, endpoint_id = shop_endpoint(conn)
+        merchant_id, endpoint_id = _shop(conn)
         leased = []
-        for n, url in enumerate(urls):
-            order = _order(conn, merchant_id, endpoint_id, f"o-{n}")
+        for url in urls:
+            order = _order(conn, merchant_id, endpoint_id, f"o-{uuid.uuid4().hex[:12]}")
             leased.append(callback_store.add(conn, order, order["tx"], "notify", url, "{}", NOW, lease)[1])
         return leased
 
     return db.write_sync(write)
 
 
+def _claimed(db: Database, owner: str, limits: DeliveryLimits, room: int = 100, now: int = NOW) -> list[Due]:
+    return db.write_sync(lambda conn: callback_store.claim(conn, owner, now, LEASE_MS, room, limits))
+
+
 def _claim(db: Database, owner: str, limits: DeliveryLimits, room: int = 100, now: int = NOW) -> list[str]:
-    claimed = db.write_sync(lambda conn: callback_store.claim(conn, owner, now, LEASE_MS, room, limits))
-    return [due.url for due in claimed]
+    return [due.url for due in _claimed(db, owner, limits, room, now)]
+
+
+def _answer(http_status: int | None, *, at: int, took: int = 100) -> Attempt:
+    return Attempt("http://recorded.example/", at, took, http_status, None if http_status else "ConnectError")
+
+
+def _record(db: Database, due: Due, owner: str, attempt: Attempt, retry_at: int | None = None) -> None:
+    """Records ``attempt`` as the dispatcher does: the callback's retry, and its destination's outage."""
+    ended = attempt.at_ms + attempt.latency_ms
+    if retry_at is None and not attempt.delivered:
+        retry_at = SCHEDULE.retry_at_ms(due.attempts + 1, ended)
+    reached = not unreachable(attempt.http_status, attempt.error)
+    outage = partial(SCHEDULE.outage_after, reached=reached, started_ms=attempt.at_ms, ended_ms=ended)
+    assert db.write_sync(lambda conn: callback_store.record(conn, due, owner, attempt, retry_at, outage=outage))
 
 
 def test_claim_leaves_callbacks_over_their_destinations_limit_unclaimed(db: Database) -> None:
@@ -67,15 +98,11 @@ def test_claim_leaves_callbacks_over_their_merchants_limit_unclaimed(db: Databas
 
 
 def test_claim_takes_no_more_than_the_room_given_and_first_attempts_before_retries(db: Database) -> None:
-    _queued(db, ["http://a.example/retry", "http://b.example/new"])
-    db.write_sync(
-        lambda conn: conn.execute(
-            update(callbacks)
-            .where(callbacks.c.url == "http://a.example/retry")
-            .values(attempts=3, next_attempt_at_ms=0)
-        )
-    )
     limits = DeliveryLimits(per_destination=100, per_merchant=100)
+    _queued(db, ["http://a.example/retry"])
+    [tried] = _claimed(db, "callbacks-a", limits)
+    _record(db, tried, "callbacks-a", _answer(500, at=NOW), retry_at=NOW)  # due again at once
+    _queued(db, ["http://b.example/new"])
     assert _claim(db, "callbacks-a", limits, room=1) == ["http://b.example/new"]
     assert _claim(db, "callbacks-a", limits, room=1) == ["http://a.example/retry"]
 
@@ -90,3 +117,136 @@ def test_a_callback_is_written_leased_only_while_its_destination_and_merchant_ha
         "http://c.example/1",
     ]
     assert _queued(db, urls, lease) == [True, True, False, True, False]
+
+
+def _backlog(db: Database, url: str, count: int) -> None:
+    """``count`` callbacks to ``url``, each of an order of its own, written in one transaction."""
+
+    def write(conn: Connection) -> None:
+        merchant_id, endpoint_id = _shop(conn)
+        for n in range(count):
+            order = _order(conn, merchant_id, endpoint_id, f"backlog-{n}")
+            callback_store.add(conn, order, order["tx"], "notify", url, "{}", NOW, None)
+
+    db.write_sync(write)
+
+
+def test_a_claim_leases_another_destinations_callback_before_a_full_destinations_older_backlog(db: Database) -> None:
+    limits = DeliveryLimits(per_destination=2, per_merchant=1000)
+    _backlog(db, "http://held.example/cb", 500)
+    assert _claim(db, "callbacks-a", limits) == ["http://held.example/cb"] * 2  # its limit, in flight for now
+    _queued(db, ["http://other.example/cb"])
+    assert _claim(db, "callbacks-b", limits, room=1, now=NOW + 1) == ["http://other.example/cb"]
+
+
+def test_a_destination_that_cannot_be_reached_gets_one_probe_per_interval_then_drains_in_order(
+    db: Database,
+) -> None:
+    limits = DeliveryLimits(per_destination=4, per_merchant=1000)
+    _backlog(db, "http://down.example/cb", 30)
+    first = _claimed(db, "callbacks-a", limits)
+    assert len(first) == 4
+    for due in first:  # in flight together: one failure of the destination, not four
+        _record(db, due, "callbacks-a", _answer(None, at=NOW))
+    probe_at = NOW + 100 + retry_delay_ms(1, 15, 1.435)
+    assert _claim(db, "callbacks-a", limits, now=probe_at - 1) == []
+    probes = []
+    for failures in (1, 2, 3):
+        [probe] = _claimed(db, "callbacks-a", limits, now=probe_at)
+        assert _claim(db, "callbacks-b", limits, now=probe_at) == []  # one at a time
+        probes.append(probe.id)
+        _record(db, probe, "callbacks-a", _answer(None, at=probe_at))
+        next_probe = probe_at + 100 + retry_delay_ms(failures + 1, 15, 1.435)
+        assert _claim(db, "callbacks-a", limits, now=next_probe - 1) == []
+        probe_at = next_probe
+    # First attempts go before retries: each probe was a callback that had not been tried.
+    assert probes == sorted(probes) and probes[0] > max(due.id for due in first)
+    [probe] = _claimed(db, "callbacks-a", limits, now=probe_at)
+    _record(db, probe, "callbacks-a", _answer(200, at=probe_at))
+    drained = [probe.id]
+    while claimed := _claimed(db, "callbacks-a", limits, now=probe_at + 1):
+        assert len(claimed) <= 4
+        for due in claimed:
+            _record(db, due, "callbacks-a", _answer(200, at=probe_at + 1))
+        drained += [due.id for due in claimed]
+    tried_before = sorted({due.id for due in first} | set(probes))
+    untried = [n for n in drained if n not in tried_before]
+    assert untried == sorted(untried)  # the queue drains longest due first
+    assert sorted(drained) == sorted(set(drained)) and len(drained) == 30
+
+
+def _chain(db: Database, count: int) -> int:
+    """An order with ``count`` callbacks to one URL, fields ``{"n": "0"}``, ...; its id."""
+
+    def write(conn: Connection) -> int:
+        merchant_id, endpoint_id = _shop(conn)
+        order = _order(conn, merchant_id, endpoint_id, "chain")
+        for n in range(count):
+            fields = f'{{"n": "{n}"}}'
+            callback_store.add(conn, order, order["tx"], "notify", "http://shop.example/cb", fields, NOW, None)
+        return order["id"]
+
+    return db.write_sync(write)
+
+
+def test_a_callback_waiting_for_an_earlier_one_of_its_order_takes_the_lane_when_that_one_is_delivered(
+    db: Database,
+) -> None:
+    limits = DeliveryLimits(per_destination=10, per_merchant=10)
+    _chain(db, 3)
+    seen = []
+    for _ in range(3):
+        [due] = _claimed(db, "callbacks-a", limits)
+        assert _claim(db, "callbacks-b", limits) == []  # the next waits while this one is pending
+        seen.append(due.fields["n"])
+        _record(db, due, "callbacks-a", _answer(200, at=NOW))
+    assert seen == ["0", "1", "2"]
+
+
+def test_a_redelivered_callback_goes_out_again_before_the_later_ones_of_its_order_to_its_url(db: Database) -> None:
+    limits = DeliveryLimits(per_destination=10, per_merchant=10)
+    order_id = _chain(db, 2)
+    [first] = _claimed(db, "callbacks-a", limits)
+    _record(db, first, "callbacks-a", _answer(200, at=NOW))
+    assert db.write_sync(lambda conn: callback_store.redeliver(conn, NOW, first.id)) == 1
+    seen = []
+    while claimed := _claimed(db, "callbacks-a", limits):
+        [due] = claimed
+        seen.append(due.fields["n"])
+        _record(db, due, "callbacks-a", _answer(200, at=NOW))
+    assert seen == ["0", "1"]
+    assert db.write_sync(lambda conn: callback_store.redeliver(conn, NOW, order_id=order_id)) == 2
+    assert [due.fields["n"] for due in _claimed(db, "callbacks-a", limits)] == ["0"]
+
+
+def test_a_callback_whose_lease_ran_out_is_claimed_again_and_its_destination_counts_it_free(db: Database) -> None:
+    limits = DeliveryLimits(per_destination=1, per_merchant=10)
+    lease = CallbackLease("callbacks-dead", NOW + LEASE_MS, limits)
+    assert _queued(db, ["http://a.example/1", "http://a.example/2"], lease) == [True, False]
+    assert _claim(db, "callbacks-a", limits, now=NOW + LEASE_MS) == []  # the first is still in flight
+    later = NOW + LEASE_MS + 1
+    assert _claim(db, "callbacks-a", limits, now=later) == ["http://a.example/1"]  # longest due first
+    assert _claim(db, "callbacks-b", limits, now=later) == []
+
+
+def test_a_claim_reads_on_past_a_page_of_destinations_that_are_full(db: Database) -> None:
+    limits = DeliveryLimits(per_destination=1, per_merchant=1000)
+    full = [f"http://full-{n:02}.example/cb" for n in range(40)]
+    _queued(db, full + full)
+    assert len(_claim(db, "callbacks-a", limits)) == 40  # one each: every destination is now full
+    _queued(db, ["http://zz-last.example/cb"])  # due as long as they are, and last by name
+    assert _claim(db, "callbacks-b", limits, room=1) == ["http://zz-last.example/cb"]
+
+
+def test_callbacks_behind_a_destination_that_is_down_count_as_pending_but_due_only_from_its_next_probe(
+    db: Database,
+) -> None:
+    limits = DeliveryLimits(per_destination=1, per_merchant=1000)
+    _backlog(db, "http://down.example/cb", 5)
+    [probe] = _claimed(db, "callbacks-a", limits)
+    _record(db, probe, "callbacks-a", _answer(None, at=NOW))  # down: next probe 15 s after it ended
+    probe_at = NOW + 100 + retry_delay_ms(1, 15, 1.435)
+    waiting = db.read_sync(lambda conn: queue_figures.read(conn, NOW + 1_000).callbacks)
+    assert (waiting.waiting, waiting.oldest_due_age_ms) == (5, 0)  # the dispatcher is not behind
+    late = db.read_sync(lambda conn: queue_figures.read(conn, probe_at + 2_000).callbacks)
+    assert (late.waiting, late.oldest_due_age_ms) == (5, 2_000)
