@@ -15,7 +15,6 @@ from sqlalchemy.exc import IntegrityError
 from kassa.settings import Settings
 from kassa.storage import merchants as merchant_store
 from kassa.storage.database import Database
-from kassa.storage.merchant_keys import KeyOfAnotherMerchant
 from kassa.storage.sealing import open_store
 from kassa.vault.keyring import VaultError
 from kassa.vault.keys import Vault, load_vault
@@ -67,7 +66,7 @@ def write(unit: Callable[[Connection], T], taken: str = "that name or id is alre
     with database() as db:
         try:
             return db.write_sync(unit)
-        except (merchant_store.NotFound, merchant_store.SandboxMoney, KeyOfAnotherMerchant, VaultError) as refused:
+        except (merchant_store.NotFound, merchant_store.SandboxMoney, VaultError) as refused:
             raise click.ClickException(str(refused)) from None
         except IntegrityError:
             raise click.ClickException(taken) from None

@@ -59,7 +59,10 @@ def key_add(login: str, mode: str, pem: IO[bytes], as_json: bool) -> None:
     def add(conn: Connection) -> StoredKey:
         return merchant_keys.register(conn, merchant_store.merchant_id(conn, login), Mode(mode), public, now_ms())
 
-    added = write(add, f"{login} has this key already (SHA256:{public.fingerprint}); a revoked key stays revoked")
+    try:
+        added = write(add, f"{login} has this key already (SHA256:{public.fingerprint}); a revoked key stays revoked")
+    except merchant_keys.KeyOfAnotherMerchant as refused:
+        raise click.ClickException(str(refused)) from None
     lines = [f"key {added.id} added for {login} ({mode}): RSA {added.bits} bits, SHA256:{added.fingerprint}"]
     emit(as_json, _key_dict(added), lines)
 
