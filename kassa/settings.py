@@ -151,6 +151,40 @@ def networks(text: str) -> tuple[str, ...]:
     return tuple(found)
 
 
+_LABEL = re.compile(r"(?!-)[a-z0-9_-]{1,63}(?<!-)")
+
+
+def host_literal(text: str) -> str | None:
+    """``text`` as a host name or IP address in one form, to compare: lower case, without a final dot, an
+    IPv6 address compressed and without brackets; None when it is neither."""
+    lowered = text.lower()
+    if lowered.startswith("[") and lowered.endswith("]"):
+        try:
+            return str(ipaddress.IPv6Address(lowered[1:-1]))
+        except ValueError:
+            return None
+    try:
+        return str(ipaddress.ip_address(lowered))
+    except ValueError:
+        pass
+    name = lowered.removesuffix(".")
+    if len(name) > 253 or not all(_LABEL.fullmatch(label) for label in name.split(".")):
+        return None
+    return name
+
+
+def host_names(text: str) -> tuple[str, ...]:
+    """Comma-separated host names or IP addresses (``console.ops.example``, ``10.0.0.5``, ``[fd00::7]``), each
+    in ``host_literal``'s form."""
+    found = []
+    for part in filter(None, (item.strip() for item in text.split(","))):
+        name = host_literal(part)
+        if name is None:
+            raise ValueError("must be host names or IP addresses separated by commas, without ports")
+        found.append(name)
+    return tuple(found)
+
+
 def listen_address(text: str) -> tuple[str, int]:
     """``host:port`` (``[::1]:8081`` for IPv6)."""
     host, colon, port = text.rpartition(":")
@@ -490,6 +524,15 @@ class Settings:
         optional(listen_address),
         "`HOST:PORT` of the operations listener: `/metrics` (Prometheus), `/livez`, `/readyz` (never the API's); "
         "empty: none, except `kassa serve --demo` (`make serve`), which opens it at `127.0.0.1:8082`",
+        shown_default="empty",
+    )
+    operator_hosts: tuple[str, ...] = setting(
+        "KASSA_OPERATOR_HOSTS",
+        "",
+        host_names,
+        "comma-separated host names (or addresses) the console and the operations listener answer to, besides "
+        "their own address (and `localhost` on a loopback one); a request naming another `Host` is answered "
+        "421 (see `docs/operations.md`). The API answers any",
         shown_default="empty",
     )
     shutdown_grace: float = setting(

@@ -79,6 +79,12 @@ def test_default_database_lives_in_the_data_dir() -> None:
         ("KASSA_TRUSTED_PROXIES", " 10.0.0.0/8, 2001:db8::1 ", ("10.0.0.0/8", "2001:db8::1/128")),
         ("KASSA_ADDRESS_RATE", "0", 0.0),
         ("KASSA_ADDRESS_BURST", "1", 1),
+        ("KASSA_OPERATOR_HOSTS", "", ()),
+        (
+            "KASSA_OPERATOR_HOSTS",
+            " Console.Ops.example., [fd00::7] ,10.0.0.5",
+            ("console.ops.example", "fd00::7", "10.0.0.5"),
+        ),
     ],
 )
 def test_accepted_values_are_read_in_their_usual_form(variable: str, value: str, read_as: object) -> None:
@@ -87,6 +93,8 @@ def test_accepted_values_are_read_in_their_usual_form(variable: str, value: str,
 
 
 # --- refusals -----------------------------------------------------------------------------------------------
+
+_HOSTS_RULE = "must be host names or IP addresses separated by commas, without ports"
 
 
 @pytest.mark.parametrize(
@@ -128,6 +136,9 @@ def test_accepted_values_are_read_in_their_usual_form(variable: str, value: str,
         ("KASSA_MERCHANT_BURST", "0", "must be a whole number of at least 1"),
         ("KASSA_HEADER_TIMEOUT", "0", "must be a number above 0"),
         ("KASSA_MAX_HEADER_BYTES", "100", "must be a whole number from 1024 to 1048576"),
+        ("KASSA_OPERATOR_HOSTS", "console.ops.example:8081", _HOSTS_RULE),
+        ("KASSA_OPERATOR_HOSTS", "*.ops.example", _HOSTS_RULE),
+        ("KASSA_OPERATOR_HOSTS", "https://console.ops.example", _HOSTS_RULE),
     ],
 )
 def test_unusable_value_is_refused_naming_the_variable_and_the_value(variable: str, value: str, problem: str) -> None:

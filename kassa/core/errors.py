@@ -22,3 +22,13 @@ class NotWaiting(Exception):
 
 class SignatureMismatch(Exception):
     """The control matches neither formula, now that the order it names was read (or found missing)."""
+
+
+class PaymentEnded(Exception):
+    """A recurring payment named for its card has ended (cancelled, finished, expired): its card is neither
+    charged nor paid to any more."""
+
+    def __init__(self, payment_id: int, status: str) -> None:
+        super().__init__(f"recurring payment {payment_id} is {status}")
+        self.payment_id = payment_id
+        self.status = status

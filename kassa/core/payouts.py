@@ -7,11 +7,12 @@ callbacks."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, insert
 
-from kassa.core import opening, outcomes
+from kassa.core import opening, outcomes, recurring
 from kassa.core.followups import OrderRef, locked_order
 from kassa.core.outbox import NOTHING_QUEUED, Queued
 from kassa.domain import ledger
@@ -51,9 +52,13 @@ class OpenedPayout:
     queued: Queued = NOTHING_QUEUED  # the decline's callbacks, when the balance did not cover it
 
 
-def open_payout(conn: Connection, new: NewOrder, destination: NewDestination | None) -> OpenedPayout:
+def open_payout(
+    conn: Connection, new: NewOrder, destination: NewDestination | None, lent_by: Collection[int] = ()
+) -> OpenedPayout:
     """Opens the payout ``new`` describes (to its card, or to ``destination``), or finds the one its
-    client_orderid opened before: then nothing is written."""
+    client_orderid opened before: then nothing is written. ``lent_by``: the recurring payments whose cards
+    it uses, refused (``PaymentEnded``) when one has ended."""
+    recurring.lend_cards(conn, lent_by)
     started = opening.insert_rows(conn, new)
     if not started.created:
         return OpenedPayout(started)

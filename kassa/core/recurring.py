@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
 from kassa import crashpoints, randomness
 from kassa.core import opening, outcomes, rebills
+from kassa.core.errors import PaymentEnded
 from kassa.core.followups import OrderRef, card_reference
 from kassa.domain.cards import Expiry
 from kassa.domain.lifecycle import FINAL_STAGES, Stage
@@ -247,6 +248,15 @@ def cancel(conn: Connection, payment_id: int, now_ms: int) -> Record | None:
     if payment["status"] == Status.ACTIVE:
         _stop(conn, payment_id, Status.CANCELLED, now_ms)
     return store.payment(conn, payment_id)
+
+
+def lend_cards(conn: Connection, payment_ids: Collection[int]) -> None:
+    """Before an order that uses the cards of ``payment_ids`` (a transfer from or to them) is written: the
+    payments, locked until it is, so that a cancel comes wholly before it or wholly after it; and
+    ``PaymentEnded`` for one that is no longer active: after a cancel its card is used for nothing."""
+    for payment_id, payment in store.lock_all(conn, set(payment_ids)).items():
+        if payment["status"] != Status.ACTIVE:
+            raise PaymentEnded(payment_id, payment["status"])
 
 
 def _stop(conn: Connection, payment_id: int, status: Status, now_ms: int) -> None:

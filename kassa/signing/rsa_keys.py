@@ -11,6 +11,10 @@ from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed25519
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
 
 MIN_BITS = 2048
+# FIPS 186-5 (A.1.1): 2^16 < e < 2^256. A small exponent such as 3 opens signatures to forgery where a
+# verifier is lax about the padding (Bleichenbacher 2006); every common generator makes 65537.
+MIN_EXPONENT = 65537
+_MAX_EXPONENT = 2**256
 _SPKI = "PUBLIC KEY"
 _PKCS1 = "RSA PUBLIC KEY"
 
@@ -22,16 +26,19 @@ class KeyProblem(ValueError):
 @dataclass(frozen=True, slots=True)
 class PublicKey:
     """A registrable key: its SubjectPublicKeyInfo PEM (PKCS#1 input is converted), the SHA-256 of its
-    DER (lower-case hex, as ``openssl pkey -pubin -outform DER | sha256sum`` prints it) and its size."""
+    DER (lower-case hex, as ``openssl pkey -pubin -outform DER | sha256sum`` prints it), its size and its
+    modulus (whose factors are the private key, whatever the exponent)."""
 
     pem: str
     fingerprint: str
     bits: int
+    modulus: int
 
 
 def read_public_key(text: str) -> PublicKey:
     """The key in ``text`` (one ``BEGIN PUBLIC KEY`` or ``BEGIN RSA PUBLIC KEY`` PEM block), RSA of at
-    least ``MIN_BITS`` bits; anything else raises ``KeyProblem``. A private key is refused before it is
+    least ``MIN_BITS`` bits with a public exponent from ``MIN_EXPONENT`` to 2^256; anything else raises
+    ``KeyProblem``. A private key is refused before it is
     parsed, so nothing of it is kept or shown."""
     if "PRIVATE KEY" in text:
         raise KeyProblem(
@@ -51,9 +58,16 @@ def read_public_key(text: str) -> PublicKey:
         raise KeyProblem(f"must be an RSA key; this one is {_kind(key)}")
     if key.key_size < MIN_BITS:
         raise KeyProblem(f"the key has {key.key_size} bits; RSA keys must have at least {MIN_BITS}")
+    numbers = key.public_numbers()
+    if not MIN_EXPONENT <= numbers.e < _MAX_EXPONENT:
+        shown = numbers.e if numbers.e < MIN_EXPONENT else "above 2^256"
+        raise KeyProblem(
+            f"the public exponent is {shown}; RSA keys must have one from {MIN_EXPONENT} to 2^256 "
+            f"({MIN_EXPONENT}, as openssl makes them)"
+        )
     der = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
     pem = key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-    return PublicKey(pem.decode(), hashlib.sha256(der).hexdigest(), key.key_size)
+    return PublicKey(pem.decode(), hashlib.sha256(der).hexdigest(), key.key_size, numbers.n)
 
 
 def _kind(key: object) -> str:

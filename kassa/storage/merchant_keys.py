@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Select, and_, bindparam, insert, select, update
+from sqlalchemy import Connection, Select, and_, bindparam, insert, select, text, update
 
 from kassa.domain.merchants import Mode
-from kassa.signing.rsa_keys import PublicKey
+from kassa.signing.rsa_keys import PublicKey, load
 from kassa.storage.merchants import NotFound, merchant_id
 from kassa.storage.prepared import Prepared, Record
 from kassa.storage.tables import merchant_keys, merchants
@@ -29,8 +29,32 @@ class StoredKey:
         return self.revoked_at_ms is None
 
 
+class KeyOfAnotherMerchant(ValueError):
+    """The key's modulus is another merchant's already."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "this public key is registered for another merchant: each merchant signs with a key pair of its own"
+        )
+
+
+def register(conn: Connection, merchant_id: int, mode: Mode, key: PublicKey, now_ms: int) -> StoredKey:
+    """An operator's registration (``kassa key add``, the console): ``add``, refused with
+    ``KeyOfAnotherMerchant`` when another merchant has a key of the same modulus, revoked or not, with any
+    exponent: whoever holds its private key would sign as both merchants."""
+    if conn.dialect.name == "postgresql":
+        # Registrations take turns, so two at once cannot both find the modulus free (SQLite's one writer
+        # serializes them already); requests' reads of keys are not held up.
+        conn.execute(text("LOCK TABLE merchant_keys IN SHARE ROW EXCLUSIVE MODE"))
+    others = select(merchant_keys.c.public_key_pem).where(merchant_keys.c.merchant_id != merchant_id)
+    if any(load(pem).public_numbers().n == key.modulus for pem in conn.execute(others).scalars()):
+        raise KeyOfAnotherMerchant()
+    return add(conn, merchant_id, mode, key, now_ms)
+
+
 def add(conn: Connection, merchant_id: int, mode: Mode, key: PublicKey, now_ms: int) -> StoredKey:
-    """Raises ``IntegrityError`` when the merchant has this key already (in either mode, revoked or not)."""
+    """The key's row, whoever else has the key (operators register keys by ``register``). Raises
+    ``IntegrityError`` when the merchant has this key already (in either mode, revoked or not)."""
     values = {
         "merchant_id": merchant_id,
         "mode": mode.value,

@@ -165,3 +165,30 @@ def test_pan_eligibility_without_a_card_names_credit_card_number(payer: Merchant
     answer = eligibility(payer)
     assert (answer.status_code, answer.json()["error-code"]) == (400, "1")
     assert "credit_card_number" in answer.json()["error-message"]
+
+
+def test_the_card_of_a_cancelled_recurring_payment_is_refused_by_every_transfer_with_code_6(payer: Merchant) -> None:
+    subscribed = v4(
+        payer,
+        "create-recurring-payment",
+        [
+            *money(payer, "9.90"),
+            ("credit_card_number", "4111111111111111"),
+            ("expire_month", "12"),
+            ("expire_year", "2030"),
+        ],
+    )
+    payment_id = subscribed.json()["recurring-payment-id"]
+    assert payer.gateway.cli("recurring", "cancel", payment_id)["status"] == "cancelled"
+    source, to = "card_recurring_payment_id", "destination_card_recurring_payment_id"
+    for fields, named in (
+        ([(source, payment_id), ("destination-card-no", DESTINATION)], source),
+        ([*SOURCE, ("cvv2", "123"), (to, payment_id)], to),
+        ([("deposit2card", "true"), (to, payment_id)], to),
+    ):
+        answer = v4(payer, "transfer", [*money(payer, "25.00"), *fields])
+        body = answer.json()
+        assert (answer.status_code, body["type"], body["error-code"]) == (400, "validation-error", "6"), answer.text
+        assert body["error-message"] == f"{named} names a recurring payment that is cancelled: its card is not used"
+    assert available(payer) == "100.00"
+    assert ledger_check(payer) == LEDGER_OK

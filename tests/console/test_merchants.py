@@ -16,6 +16,7 @@ from playwright.sync_api import Page, expect
 
 from tests.support.console import ConsoleClient, Login, sign_in_page
 from tests.support.gateway import Gateway, Merchant
+from tests.support.oauth import with_exponent
 from tests.support.operations import approved_order
 
 _CONTROL_KEY = re.compile(r'id="control-key">([^<]+)<')
@@ -162,6 +163,19 @@ def test_a_short_key_a_private_key_and_text_that_is_no_key_are_refused_with_a_me
     assert private_pem.splitlines()[1] not in private.text
     garbage = admin.post(f"/merchants/{merchant.login}/keys", {"mode": "live", "pem": "hello"})
     assert garbage.status_code == 400 and "expected one PEM block" in garbage.text
+    assert shared_gateway.cli("key", "list", "--merchant", merchant.login) == []
+
+
+def test_a_key_of_another_merchant_and_a_key_with_exponent_3_are_refused_with_a_message(
+    shared_gateway: Gateway, console_as: Callable[[str], ConsoleClient], make_merchant: Callable[..., Merchant]
+) -> None:
+    admin, merchant, other, key = console_as("admin"), make_merchant(), make_merchant(), _public_pem(_rsa_key(2048))
+    assert admin.post(f"/merchants/{other.login}/keys", {"mode": "sandbox", "pem": key}).status_code == 303
+    taken = admin.post(f"/merchants/{merchant.login}/keys", {"mode": "sandbox", "pem": key})
+    assert taken.status_code == 409
+    assert "Public key: this public key is registered for another merchant" in taken.text
+    low = admin.post(f"/merchants/{merchant.login}/keys", {"mode": "sandbox", "pem": with_exponent(key, 3)})
+    assert low.status_code == 400 and "the public exponent is 3; RSA keys must have one from 65537" in low.text
     assert shared_gateway.cli("key", "list", "--merchant", merchant.login) == []
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.gateway import Gateway, Merchant, cli_run, new_merchant
-from tests.support.oauth import key_pair, signed_post
+from tests.support.oauth import key_pair, signed_post, with_exponent
 
 PATH = "/api/v4/payout-check"
 
@@ -104,6 +104,34 @@ def test_a_key_registered_twice_is_refused(shop: Merchant, tmp_path: Path) -> No
     shop.gateway.cli("key", "add", "--merchant", shop.login, "--mode", "sandbox", "--pem", pem)
     message = failure(shop.gateway, "key", "add", "--merchant", shop.login, "--mode", "live", "--pem", pem)
     assert f"{shop.login} has this key already" in message
+
+
+def test_a_key_with_public_exponent_3_is_refused_at_add(shop: Merchant, tmp_path: Path) -> None:
+    pem = pem_file(tmp_path, with_exponent(key_pair(2048, 10)[1], 3))
+    message = failure(shop.gateway, "key", "add", "--merchant", shop.login, "--mode", "sandbox", "--pem", pem)
+    assert "the public exponent is 3; RSA keys must have one from 65537" in message
+    assert shop.gateway.cli("key", "list", "--merchant", shop.login) == []
+
+
+def test_a_public_key_of_another_merchant_is_refused_revoked_or_not_and_whatever_its_exponent(
+    shop: Merchant, tmp_path: Path
+) -> None:
+    private, public = key_pair(2048, 11)
+    other = new_merchant(shop.gateway, f"m-{uuid.uuid4().hex[:10]}")
+    pem, same_modulus = pem_file(tmp_path, public), pem_file(tmp_path, with_exponent(public, 65539))
+    added = shop.gateway.cli("key", "add", "--merchant", other.login, "--mode", "sandbox", "--pem", pem)
+    refused = (
+        "Error: this public key is registered for another merchant: each merchant signs with a key pair of its own"
+    )
+
+    def add(path: str) -> str:
+        return failure(shop.gateway, "key", "add", "--merchant", shop.login, "--mode", "live", "--pem", path).strip()
+
+    assert add(pem) == add(same_modulus) == refused
+    shop.gateway.cli("key", "revoke", str(added["id"]))
+    assert add(pem) == refused
+    assert shop.gateway.cli("key", "list", "--merchant", shop.login) == []
+    assert signed(shop, private) == 401
 
 
 def test_unknown_merchants_and_keys_are_one_line_errors(shared_gateway: Gateway, tmp_path: Path) -> None:

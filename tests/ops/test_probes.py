@@ -160,6 +160,7 @@ def test_a_worker_process_serves_its_own_health_and_figures_and_stops_on_sigterm
         ops = f"http://127.0.0.1:{port}"
         wait_for_ready(ops)
         checks = httpx.get(f"{ops}/readyz", timeout=10).json()["checks"]
+        assert httpx.get(f"{ops}/readyz", headers={"Host": "evil.example"}, timeout=10).status_code == 421
         assert checks["workers"].startswith("ok (") and checks["workers"] != "ok (none in this process)"
         merchant = new_merchant(gateway, f"worker-{uuid.uuid4().hex[:8]}")
         sale = merchant.sale(f"w-{uuid.uuid4().hex[:8]}")

@@ -1,16 +1,18 @@
-"""Which public keys an operator may register for a merchant (CONTRACT §4): RSA, at least 2048 bits, as
-SubjectPublicKeyInfo or PKCS#1 PEM; a private key is refused without being read."""
+"""Which public keys an operator may register for a merchant (CONTRACT §4): RSA, at least 2048 bits, a
+public exponent from 65537 to 2^256, as SubjectPublicKeyInfo or PKCS#1 PEM; a private key is refused
+without being read."""
 
 from __future__ import annotations
 
 import hashlib
+import re
 
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from kassa.signing.rsa_keys import KeyProblem, read_public_key
-from tests.support.oauth import key_pair
+from tests.support.oauth import key_pair, with_exponent
 
 
 def _pkcs1(public_pem: str) -> str:
@@ -44,6 +46,20 @@ def test_a_private_key_is_refused_and_not_quoted() -> None:
 def test_a_1024_bit_key_is_refused() -> None:
     with pytest.raises(KeyProblem, match="has 1024 bits; RSA keys must have at least 2048"):
         read_public_key(key_pair(1024)[1])
+
+
+@pytest.mark.parametrize(("exponent", "shown"), [(3, "3"), (17, "17"), (65535, "65535"), (2**256 + 1, "above 2^256")])
+def test_a_public_exponent_below_65537_or_above_2_to_the_256_is_refused(exponent: int, shown: str) -> None:
+    with pytest.raises(
+        KeyProblem, match=re.escape(f"the public exponent is {shown}; RSA keys must have one from 65537")
+    ):
+        read_public_key(with_exponent(key_pair()[1], exponent))
+
+
+def test_exponent_65537_and_larger_odd_ones_are_accepted_with_their_modulus() -> None:
+    public = key_pair()[1]
+    modulus = serialization.load_pem_public_key(public.encode()).public_numbers().n  # type: ignore[union-attr]
+    assert read_public_key(public).modulus == read_public_key(with_exponent(public, 65539)).modulus == modulus
 
 
 def test_an_ec_key_is_refused() -> None:

@@ -1,4 +1,5 @@
-"""The audit log only grows: the database itself refuses to change or delete an entry."""
+"""The audit log only grows: the database itself refuses to change or delete an entry, or to empty the log
+(SQLite has no TRUNCATE: its DELETE without WHERE is refused as any DELETE is)."""
 
 from __future__ import annotations
 
@@ -24,4 +25,12 @@ def test_an_entry_cannot_be_changed_or_deleted(db: Database, statement: str) -> 
     db.write_sync(lambda conn: audit_log.append(conn, audit_log.Entry("a@ops.example", "x.y"), 1))
     with pytest.raises(DBAPIError, match="append-only"):
         db.write_sync(lambda conn: conn.execute(text(statement)))
+    assert [r["actor"] for r in db.read_sync(audit_log.entries)] == ["a@ops.example"]
+
+
+@pytest.mark.backends("postgresql")
+def test_the_log_cannot_be_truncated(db: Database) -> None:
+    db.write_sync(lambda conn: audit_log.append(conn, audit_log.Entry("a@ops.example", "x.y"), 1))
+    with pytest.raises(DBAPIError, match="append-only"):
+        db.write_sync(lambda conn: conn.execute(text("TRUNCATE audit_log")))
     assert [r["actor"] for r in db.read_sync(audit_log.entries)] == ["a@ops.example"]

@@ -5,7 +5,8 @@ verifier, so that the tests prove the gateway against an independent signer.
 (``control_key=...`` and ``method="HMAC-SHA1"`` for HMAC), the ``oauth_*`` parameters in the
 Authorization header, the body or both (``where``). ``key_pair()`` gives RSA keys (cached per size: a
 2048-bit key takes a tenth of a second to make); ``register_key`` stores a public key for a merchant as
-``kassa key add`` does (tests/ops covers the command itself)."""
+``kassa key add`` does (tests/ops covers the command itself), but without its check that no other merchant
+has the key: many tests' merchants share ``key_pair()``'s."""
 
 from __future__ import annotations
 
@@ -42,6 +43,14 @@ def _key_pair(bits: int, which: int) -> tuple[str, str]:
     )
     public = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     return private.decode(), public.decode()
+
+
+def with_exponent(public_pem: str, exponent: int) -> str:
+    """The SPKI PEM of an RSA public key with ``public_pem``'s modulus and the public exponent ``exponent``."""
+    key = serialization.load_pem_public_key(public_pem.encode())
+    assert isinstance(key, rsa.RSAPublicKey)
+    public = rsa.RSAPublicNumbers(exponent, key.public_numbers().n).public_key()
+    return public.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
 
 
 def sign(
@@ -103,7 +112,8 @@ def signed_post(
 
 
 def register_key(gateway: Gateway, login: str, public_pem: str, mode: str = "sandbox") -> int:
-    """Stores ``public_pem`` as a key of merchant ``login`` (the rows ``kassa key add`` writes); its id."""
+    """Stores ``public_pem`` as a key of merchant ``login`` (the rows ``kassa key add`` writes, whoever else
+    has the key); its id."""
     from kassa.clock import now_ms
     from kassa.domain.merchants import Mode
     from kassa.signing.rsa_keys import read_public_key

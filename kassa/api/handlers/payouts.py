@@ -5,6 +5,8 @@ its reservation by ``core.payouts``, and processed by the worker like any transa
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import orjson
 
@@ -15,6 +17,7 @@ from kassa.api.handlers.common import async_reply, change_order, order_ref, serv
 from kassa.api.handlers.payments import answer_opened, new_card, new_order, order_currency
 from kassa.clock import now_ms, today
 from kassa.core import payouts, rebills
+from kassa.core.errors import PaymentEnded
 from kassa.core.payouts import NewDestination
 from kassa.domain import cards, destinations
 from kassa.domain.destinations import DestinationError, Kind
@@ -106,22 +109,37 @@ async def transfer(req: OperationRequest) -> Reply:
     (``deposit2card=true``), else from a source card, sent or stored, whose holder may have to pass
     3-D Secure as for a sale."""
     if req.values.get("deposit2card") == "true":
-        card_id = None
-        if "destination-card-no" not in req.values and _TO_PAYMENT in req.values:
-            card_id = (await _recurring_card(req, _TO_PAYMENT))["id"]
-        return await _deposit_transfer(req, card_id)
+        if "destination-card-no" in req.values or _TO_PAYMENT not in req.values:
+            return await _deposit_transfer(req, None)
+        lender = await _recurring_card(req, _TO_PAYMENT)
+        return await _deposit_transfer(req, lender.card["id"], [lender])
     cur: Currency = req.values["currency"]
     endpoint = serving_within_limits(req, cur)
-    new = await _from_source_card(req, new_order(req, TxType.TRANSFER, endpoint.id, cur))
-    return await _open(req, new, await _receiving_card(req))
+    new, source = await _from_source_card(req, new_order(req, TxType.TRANSFER, endpoint.id, cur))
+    destination, receiving = await _receiving_card(req)
+    return await _open(req, new, destination, [*source, *receiving])
 
 
-async def _from_source_card(req: OperationRequest, new: NewOrder) -> NewOrder:
+async def _from_source_card(req: OperationRequest, new: NewOrder) -> tuple[NewOrder, list[Lent]]:
+    """``new`` with the card it takes from: the one sent, or the one a recurring payment lends."""
     if _FROM_PAYMENT in req.values:
-        return dataclasses.replace(new, card_id=(await _recurring_card(req, _FROM_PAYMENT))["id"])
+        source = await _recurring_card(req, _FROM_PAYMENT)
+        return dataclasses.replace(new, card_id=source.card["id"]), [source]
     if "credit_card_number" not in req.values:
         raise field_error("credit_card_number", f"is required (or {_FROM_PAYMENT}, or deposit2card=true)")
-    return _with_card_sent(req, new)
+    return _with_card_sent(req, new), []
+
+
+async def _receiving_card(req: OperationRequest) -> tuple[NewDestination, list[Lent]]:
+    """The card a card-to-card transfer pays to, sealed as a destination whether sent or lent by a
+    recurring payment."""
+    if "destination-card-no" in req.values:
+        return _card_number(req, req.values["destination-card-no"]), []
+    if _TO_PAYMENT not in req.values:
+        raise field_error("destination-card-no", f"is required (or {_TO_PAYMENT})")
+    stored = await _recurring_card(req, _TO_PAYMENT)
+    pan = req.services.vault.decrypt(stored.card["pan_ciphertext"], pan_context(req.merchant_id))
+    return _card_number(req, pan), [stored]
 
 
 def _with_card_sent(req: OperationRequest, new: NewOrder) -> NewOrder:
@@ -132,38 +150,39 @@ def _with_card_sent(req: OperationRequest, new: NewOrder) -> NewOrder:
     return dataclasses.replace(new, card=new_card(req))
 
 
-async def _receiving_card(req: OperationRequest) -> NewDestination:
-    """The card a card-to-card transfer pays to, sealed as a destination whether sent or stored."""
-    if "destination-card-no" in req.values:
-        return _card_number(req, req.values["destination-card-no"])
-    if _TO_PAYMENT not in req.values:
-        raise field_error("destination-card-no", f"is required (or {_TO_PAYMENT})")
-    stored = await _recurring_card(req, _TO_PAYMENT)
-    return _card_number(req, req.services.vault.decrypt(stored["pan_ciphertext"], pan_context(req.merchant_id)))
-
-
-async def _deposit_transfer(req: OperationRequest, card_id: int | None) -> Reply:
-    """A transfer from the merchant's balance (a payout, reported as a transfer) to ``card_id`` or to the
-    ``destination-card-no`` sent."""
+async def _deposit_transfer(req: OperationRequest, card_id: int | None, lent: Sequence[Lent] = ()) -> Reply:
+    """A transfer from the merchant's balance (a payout, reported as a transfer) to ``card_id`` (which
+    ``lent`` may have lent) or to the ``destination-card-no`` sent."""
     cur: Currency = req.values["currency"]
     endpoint = serving_within_limits(req, cur)
     new = new_order(req, TxType.DEPOSIT_TRANSFER, endpoint.id, cur)
     if card_id is not None:
-        return await _open(req, dataclasses.replace(new, card_id=card_id), None)
+        return await _open(req, dataclasses.replace(new, card_id=card_id), None, lent)
     if "destination-card-no" not in req.values:
         raise field_error("destination-card-no", "is required, or a destination card reference")
     return await _open(req, new, _card_number(req, req.values["destination-card-no"]))
 
 
-async def _recurring_card(req: OperationRequest, field: str) -> Record:
-    """The card of the merchant's recurring payment ``field`` names: code 5 when there is none."""
+@dataclass(frozen=True, slots=True)
+class Lent:
+    """The card of a recurring payment a transfer names: the field naming the payment, its id, the card
+    (``id``, ``exp_month``, ``exp_year``, ``pan_ciphertext``)."""
+
+    field: str
+    payment_id: int
+    card: Record
+
+
+async def _recurring_card(req: OperationRequest, field: str) -> Lent:
+    """The card of the merchant's recurring payment ``field`` names: code 5 when there is none. Whether the
+    payment may still lend it is decided as the transfer is written (``_open``)."""
     payment_id, merchant_id = int(req.values[field]), req.merchant_id
     card = await req.services.db.read(lambda conn: recurring_store.card_of(conn, merchant_id, payment_id))
     if card is None:
         raise ApiError(Code.NOT_FOUND, f"no such recurring payment for this merchant ({field})")
     if rebills.StoredCard.of(card, None).expired_by(today()):
         raise field_error(field, "names a card that has expired")
-    return card
+    return Lent(field, payment_id, card)
 
 
 def _card_number(req: OperationRequest, pan: str) -> NewDestination:
@@ -199,6 +218,15 @@ def _destination(req: OperationRequest, kind: Kind) -> NewDestination:
     return NewDestination(kind.value, sealed, destinations.mask_account(number))
 
 
-async def _open(req: OperationRequest, new: NewOrder, destination: NewDestination | None) -> Reply:
-    opened = await req.write(lambda conn: payouts.open_payout(conn, new, destination))
+async def _open(
+    req: OperationRequest, new: NewOrder, destination: NewDestination | None, lent: Sequence[Lent] = ()
+) -> Reply:
+    """Opens the order; code 6 when a recurring payment whose card it uses has ended (cancelled: docs/api.md)."""
+    payment_ids = [each.payment_id for each in lent]
+    try:
+        opened = await req.write(lambda conn: payouts.open_payout(conn, new, destination, payment_ids))
+    except PaymentEnded as ended:
+        field = next(each.field for each in lent if each.payment_id == ended.payment_id)
+        message = f"{field} names a recurring payment that is {ended.status}: its card is not used"
+        raise ApiError(Code.STATE, message) from None
     return answer_opened(req, new, opened.started, callbacks_queued=opened.queued.count > 0)

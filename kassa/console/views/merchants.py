@@ -216,7 +216,7 @@ async def key_add(console: Console, visit: Visit) -> Response:
         return await _detail(console, visit, login, 400, problem=text, new_key_mode=form.get("mode"))
 
     def add(conn: Connection) -> tuple[None, dict[str, Any]]:
-        added = merchant_keys.add(conn, merchant_store.merchant_id(conn, login), mode, public, now_ms())
+        added = merchant_keys.register(conn, merchant_store.merchant_id(conn, login), mode, public, now_ms())
         return None, {"key": added.id, "mode": mode.value, "fingerprint": added.fingerprint, "bits": added.bits}
 
     try:
@@ -226,6 +226,8 @@ async def key_add(console: Console, visit: Visit) -> Response:
     except IntegrityError:
         taken = f"Public key: {login} has this key already (SHA256:{public.fingerprint}); a revoked key stays revoked."
         return await _detail(console, visit, login, 409, problem=taken)
+    except merchant_keys.KeyOfAnotherMerchant as another:
+        return await _detail(console, visit, login, 409, problem=f"Public key: {another}.")
     return _to_merchant(login)
 
 

@@ -48,7 +48,8 @@ def _key_line(k: StoredKey) -> str:
     "--pem",
     type=click.File("rb"),
     required=True,
-    help=f"The public key: BEGIN PUBLIC KEY or BEGIN RSA PUBLIC KEY PEM, RSA of {MIN_BITS} bits or more ('-': stdin).",
+    help=f"The public key: BEGIN PUBLIC KEY or BEGIN RSA PUBLIC KEY PEM, RSA of {MIN_BITS} bits or more, "
+    "exponent 65537 or more, no other merchant's ('-': stdin).",
 )
 @json_option
 def key_add(login: str, mode: str, pem: IO[bytes], as_json: bool) -> None:
@@ -56,9 +57,12 @@ def key_add(login: str, mode: str, pem: IO[bytes], as_json: bool) -> None:
     public = _public_key(pem)
 
     def add(conn: Connection) -> StoredKey:
-        return merchant_keys.add(conn, merchant_store.merchant_id(conn, login), Mode(mode), public, now_ms())
+        return merchant_keys.register(conn, merchant_store.merchant_id(conn, login), Mode(mode), public, now_ms())
 
-    added = write(add, f"{login} has this key already (SHA256:{public.fingerprint}); a revoked key stays revoked")
+    try:
+        added = write(add, f"{login} has this key already (SHA256:{public.fingerprint}); a revoked key stays revoked")
+    except merchant_keys.KeyOfAnotherMerchant as refused:
+        raise click.ClickException(str(refused)) from None
     lines = [f"key {added.id} added for {login} ({mode}): RSA {added.bits} bits, SHA256:{added.fingerprint}"]
     emit(as_json, _key_dict(added), lines)
 

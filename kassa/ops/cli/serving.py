@@ -121,6 +121,7 @@ def _run(
     from kassa.console.app import create_console
     from kassa.ops import processes as supervisor
     from kassa.ops.connections import ConnectionLimits
+    from kassa.ops.hosts import guarded
     from kassa.ops.probes import create_probes
     from kassa.runtime import build_services
 
@@ -130,7 +131,8 @@ def _run(
     companions = []
     for address, make in ((listeners.console, create_console), (listeners.ops, create_probes)):
         if address is not None:
-            companions.append(supervisor.Companion(make(services), *address, next(bound, None)))
+            app = guarded(make(services), address[0], configured.operator_hosts)
+            companions.append(supervisor.Companion(app, *address, next(bound, None)))
     limits = ConnectionLimits(configured.header_timeout, configured.body_timeout, configured.max_header_bytes)
     supervisor.serve(
         create_app(services),
@@ -199,10 +201,11 @@ def worker(worker_count: int, ops_address: tuple[str, int] | None) -> None:
         if ops is None:
             await run_workers(services, stop)
             return
+        from kassa.ops.hosts import guarded
         from kassa.ops.probes import create_probes
         from kassa.ops.processes import beside
 
-        probes = beside(create_probes(services), *ops)
+        probes = beside(guarded(create_probes(services), ops[0], configured.operator_hosts), *ops)
         serving = asyncio.create_task(probes.serve())
         try:
             await run_workers(services, stop)
