@@ -57,11 +57,14 @@ def open_payout(
 ) -> OpenedPayout:
     """Opens the payout ``new`` describes (to its card, or to ``destination``), or finds the one its
     client_orderid opened before: then nothing is written. ``lent_by``: the recurring payments whose cards
-    it uses, refused (``PaymentEnded``) when one has ended."""
-    recurring.lend_cards(conn, lent_by)
+    it uses; a new payout is refused (``PaymentEnded``) when one has ended, while a repeat of one opened
+    before gets its first answer whatever happened to the payment since."""
+    ended = recurring.lend_cards(conn, lent_by)
     started = opening.insert_rows(conn, new)
     if not started.created:
         return OpenedPayout(started)
+    if ended is not None:
+        raise ended  # the unit of work is rolled back: nothing of the refused transfer is written
     order_id, tx_id = started.order_id, started.transaction_id
     if destination is not None:
         conn.execute(insert(payout_destinations).values(order_id=order_id, **dataclasses.asdict(destination)))

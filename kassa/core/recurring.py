@@ -250,13 +250,15 @@ def cancel(conn: Connection, payment_id: int, now_ms: int) -> Record | None:
     return store.payment(conn, payment_id)
 
 
-def lend_cards(conn: Connection, payment_ids: Collection[int]) -> None:
+def lend_cards(conn: Connection, payment_ids: Collection[int]) -> PaymentEnded | None:
     """Before an order that uses the cards of ``payment_ids`` (a transfer from or to them) is written: the
-    payments, locked until it is, so that a cancel comes wholly before it or wholly after it; and
-    ``PaymentEnded`` for one that is no longer active: after a cancel its card is used for nothing."""
+    payments, locked until it is, so that a cancel comes wholly before it or wholly after it; and the
+    refusal (``PaymentEnded``) the order gets if it is new and a payment is no longer active: after a
+    cancel its card is used for nothing."""
     for payment_id, payment in store.lock_all(conn, set(payment_ids)).items():
         if payment["status"] != Status.ACTIVE:
-            raise PaymentEnded(payment_id, payment["status"])
+            return PaymentEnded(payment_id, payment["status"])
+    return None
 
 
 def _stop(conn: Connection, payment_id: int, status: Status, now_ms: int) -> None:

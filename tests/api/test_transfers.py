@@ -192,3 +192,16 @@ def test_the_card_of_a_cancelled_recurring_payment_is_refused_by_every_transfer_
         assert body["error-message"] == f"{named} names a recurring payment that is cancelled: its card is not used"
     assert available(payer) == "100.00"
     assert ledger_check(payer) == LEDGER_OK
+
+
+def test_a_transfer_repeated_after_its_payment_was_cancelled_gets_its_first_answer(payer: Merchant) -> None:
+    card = [("credit_card_number", "4111111111111111"), ("expire_month", "12"), ("expire_year", "2030")]
+    subscribed = v4(payer, "create-recurring-payment", [*money(payer, "9.90"), *card])
+    payment_id = subscribed.json()["recurring-payment-id"]
+    fields = [*money(payer, "25.00"), ("card_recurring_payment_id", payment_id), ("destination-card-no", DESTINATION)]
+    first = v4(payer, "transfer", fields)
+    assert first.status_code == 200, first.text
+    payer.gateway.cli("recurring", "cancel", payment_id)
+    again = v4(payer, "transfer", fields)
+    assert again.status_code == 200, again.text
+    assert again.json()["paynet-order-id"] == first.json()["paynet-order-id"]
