@@ -34,6 +34,7 @@ def main() -> None:
     private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     pem = private.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo).decode()
     public = load(pem)
+    assert public is not None
     hmac_bodies = [form_pairs(b.encode()) for b in oauth_bodies(OAuthSigner("bench", "k" * 32), URL, "h", 1000)]
     rsa_bodies = [form_pairs(b.encode()) for b in oauth_bodies(OAuthSigner("bench", "", private), URL, "r", 200)]
     hmac_requests = [oauth.read_request(URL, None, pairs) for pairs in hmac_bodies]

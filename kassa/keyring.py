@@ -9,6 +9,8 @@ and the merchant's keys dropped from this cache."""
 
 from __future__ import annotations
 
+import logging
+
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
 
 from kassa.domain.merchants import Mode
@@ -16,6 +18,7 @@ from kassa.signing.rsa_keys import load
 from kassa.storage import merchant_keys
 from kassa.storage.database import Database
 
+log = logging.getLogger("kassa.keys")
 Keys = tuple[tuple[int, RSAPublicKey], ...]  # (key id, key), oldest first
 
 
@@ -31,10 +34,19 @@ class KeyRing:
         """The merchant's keys in force for ``mode``, read now; keys parsed before are reused."""
         rows = await self._db.read_point(lambda conn: merchant_keys.active_pems(conn, merchant_id, mode))
         known = dict(self._keys.get((merchant_id, mode), ()))
-        keys = tuple((key_id, known.get(key_id) or load(pem)) for key_id, pem in sorted(rows))
+        keys = tuple(
+            (key_id, key) for key_id, pem in sorted(rows) if (key := known.get(key_id) or _usable(key_id, pem))
+        )
         self._keys[(merchant_id, mode)] = keys
         return keys
 
     def forget(self, merchant_id: int, mode: Mode) -> None:
         """A key of these was found revoked: the next request reads them again."""
         self._keys.pop((merchant_id, mode), None)
+
+
+def _usable(key_id: int, pem: str) -> RSAPublicKey | None:
+    key = load(pem)
+    if key is None:
+        log.warning("merchant key not used: its public exponent is below 65537", extra={"key_id": key_id})
+    return key

@@ -79,8 +79,16 @@ def _kind(key: object) -> str:
     return next((name for kind, name in kinds.items() if isinstance(key, kind)), "of another type")
 
 
-def load(pem: str) -> RSAPublicKey:
-    """A stored key, parsed (each process parses a key once: ``kassa.keyring``)."""
+def modulus(pem: str) -> int:
+    """A stored key's modulus: its factors are the private key, whatever the exponent."""
     key = serialization.load_pem_public_key(pem.encode())
     assert isinstance(key, RSAPublicKey)  # only RSA keys are stored
-    return key
+    return key.public_numbers().n
+
+
+def load(pem: str) -> RSAPublicKey | None:
+    """A stored key, parsed (each process parses a key once: ``kassa.keyring``); None for one that
+    ``read_public_key`` refuses now but a gateway kept before it checked the exponent: it verifies nothing."""
+    key = serialization.load_pem_public_key(pem.encode())
+    assert isinstance(key, RSAPublicKey)  # only RSA keys are stored
+    return key if MIN_EXPONENT <= key.public_numbers().e < _MAX_EXPONENT else None

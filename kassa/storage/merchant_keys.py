@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import Connection, Select, and_, bindparam, insert, select, text, update
 
 from kassa.domain.merchants import Mode
-from kassa.signing.rsa_keys import PublicKey, load
+from kassa.signing.rsa_keys import PublicKey, modulus
 from kassa.storage.merchants import NotFound, merchant_id
 from kassa.storage.prepared import Prepared, Record
 from kassa.storage.tables import merchant_keys, merchants
@@ -47,7 +47,7 @@ def register(conn: Connection, merchant_id: int, mode: Mode, key: PublicKey, now
         # serializes them already); requests' reads of keys are not held up.
         conn.execute(text("LOCK TABLE merchant_keys IN SHARE ROW EXCLUSIVE MODE"))
     others = select(merchant_keys.c.public_key_pem).where(merchant_keys.c.merchant_id != merchant_id)
-    if any(load(pem).public_numbers().n == key.modulus for pem in conn.execute(others).scalars()):
+    if any(modulus(pem) == key.modulus for pem in conn.execute(others).scalars()):
         raise KeyOfAnotherMerchant()
     return add(conn, merchant_id, mode, key, now_ms)
 

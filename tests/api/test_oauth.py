@@ -173,6 +173,35 @@ def test_a_key_the_merchant_did_not_register_is_refused(shop: Merchant) -> None:
     refused(rsa_post(shop, private=key_pair(2048, 2)[0]), 2, "does not match")
 
 
+def test_a_key_of_exponent_3_stored_before_keys_were_checked_verifies_nothing(shared_gateway: Gateway) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    from kassa.clock import now_ms
+    from kassa.domain.merchants import Mode
+    from kassa.signing.rsa_keys import PublicKey
+    from kassa.storage import merchant_keys, merchants
+
+    weak = rsa.generate_private_key(public_exponent=3, key_size=2048)
+    private = weak.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    public = weak.public_key()
+    pem = public.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    stored = PublicKey(pem, uuid.uuid4().hex, 2048, public.public_numbers().n)  # as a gateway before the check kept it
+    merchant = new_merchant(shared_gateway, _login())
+    db = open_database(shared_gateway.database_url, threads=1)
+    try:
+        db.write_sync(
+            lambda conn: merchant_keys.add(
+                conn, merchants.merchant_id(conn, merchant.login), Mode.SANDBOX, stored, now_ms()
+            )
+        )
+    finally:
+        db.close()
+    refused(rsa_post(merchant, private=private.decode()), 2, "does not match")
+
+
 def test_a_wrong_control_key_is_refused(shop: Merchant) -> None:
     body = refused(
         hmac_post(shop, control_key=shop.control_key + "x"), 2, "does not match (HMAC-SHA1, http://127.0.0.1:"
