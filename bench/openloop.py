@@ -7,8 +7,10 @@ request goes out late and its latency includes the wait. Times are ``time.monoto
 (CLOCK_MONOTONIC, shared by every process of the machine, so the callback receiver's arrival times
 compare with them).
 
-Run: ``python -m bench.openloop URL PATH BODIES RATE DURATION CONNECTIONS OUT``. Writes one line per
-request to OUT: ``index due answered http_status paynet_order_id``, and prints ``BENCH_OPENLOOP {json}``.
+Run: ``python -m bench.openloop URL PATH BODIES RATE DURATION CONNECTIONS OUT``. RATE may also be phases,
+``RATE:SECONDS,RATE:SECONDS,...`` one after the other (DURATION is then their sum, and ignored). Writes one
+line per request to OUT: ``index due answered http_status paynet_order_id``, and prints
+``BENCH_OPENLOOP {json}``.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ START_DELAY = 0.3
 @dataclass
 class Plan:
     bodies: list[bytes]
-    rate: float
+    offsets: list[float]  # when each request is due, in seconds after ``start``
     start: float
     total: int
     due: itertools.count[int] = field(default_factory=itertools.count)
@@ -58,7 +60,7 @@ async def _connection(url: str, path: str, plan: Plan) -> None:
     reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
     try:
         while (index := next(plan.due)) < plan.total:
-            due = plan.start + index / plan.rate
+            due = plan.start + plan.offsets[index]
             wait = due - time.monotonic()
             if wait > 0:
                 await asyncio.sleep(wait)
@@ -79,18 +81,34 @@ async def run(url: str, path: str, plan: Plan, connections: int) -> float:
     return time.monotonic() - plan.start
 
 
+def phases(rate: str, duration: str) -> list[tuple[float, float]]:
+    """``RATE`` for ``DURATION`` seconds, or the phases ``RATE:SECONDS,...`` that RATE spells."""
+    if ":" not in rate:
+        return [(float(rate), float(duration))]
+    return [(float(r), float(s)) for r, s in (phase.split(":") for phase in rate.split(","))]
+
+
+def due_offsets(planned: list[tuple[float, float]]) -> list[float]:
+    offsets: list[float] = []
+    begins = 0.0
+    for rate, seconds in planned:
+        offsets += [begins + n / rate for n in range(round(rate * seconds))]
+        begins += seconds
+    return offsets
+
+
 def main() -> None:
     url, path, bodies_file, rate, duration, connections, out = sys.argv[1:8]
     bodies = Path(bodies_file).read_bytes().splitlines()
-    total = min(len(bodies), round(float(rate) * float(duration)))
-    plan = Plan(bodies, float(rate), time.monotonic() + START_DELAY, total)
+    offsets = due_offsets(phases(rate, duration))
+    plan = Plan(bodies, offsets, time.monotonic() + START_DELAY, min(len(bodies), len(offsets)))
     wall = uvloop.run(run(url, path, plan, int(connections)))
     with Path(out).open("w") as lines:
         for index, due, answered, status, order_id in plan.records:
             lines.write(f"{index} {due!r} {answered!r} {status} {order_id}\n")
     usage = resource.getrusage(resource.RUSAGE_SELF)
     summary = {
-        "planned": total,
+        "planned": plan.total,
         "answered": len(plan.records),
         "wall_s": wall,
         "socket_errors": plan.socket_errors,

@@ -58,6 +58,25 @@ DB_CONNECTIONS_IN_USE: Final = Gauge(
     multiprocess_mode="livesum",
 )
 
+REFUSED: Final = Counter(
+    "kassa_refused_requests",
+    "Requests refused before their body was read, by reason: overload (503), address_rate, merchant_rate (429).",
+    ("reason",),
+)
+# Each reason's child made once (``labels()`` builds its key on every call), idle ones too: an absent series
+# alerts on nothing.
+_REFUSED_BY = {reason: REFUSED.labels(reason) for reason in ("overload", "address_rate", "merchant_rate")}
+OVERLOAD_JOB_AGE: Final = Gauge(
+    "kassa_overload_job_age_seconds",
+    "The overload signal: how long the oldest due job no worker holds has waited, as last sampled.",
+    multiprocess_mode="livemax",
+)
+OVERLOAD_SHEDDING: Final = Gauge(
+    "kassa_overload_shedding",
+    "1 while this server refuses operations that open an order for overload (summed: processes shedding).",
+    multiprocess_mode="livesum",
+)
+
 
 class RequestCounter:
     """``REQUESTS`` and ``REQUEST_SECONDS`` on the request path. prometheus-client's ``labels()`` builds
@@ -84,6 +103,10 @@ requests: Final = RequestCounter()
 
 def outcome(status: str, decline_code: str | None) -> None:
     OUTCOMES.labels(status, decline_code or "").inc()
+
+
+def refused(reason: str) -> None:
+    _REFUSED_BY[reason].inc()
 
 
 def callback_attempt(*, delivered: bool, retried: bool, seconds: float) -> None:

@@ -15,6 +15,7 @@ from kassa import crashpoints, metrics
 from kassa.domain.merchants import Endpoint
 from kassa.domain.recurring import Retries
 from kassa.engine.callbacks import CallbackConfig, CallbackDispatcher
+from kassa.engine.overload import LoadShedder
 from kassa.engine.polling import Consumer
 from kassa.engine.scheduler import Scheduler
 from kassa.engine.worker import Worker, WorkerConfig
@@ -81,6 +82,7 @@ class Services:
     directory: EndpointDirectory
     keys: KeyRing
     nonces: NonceBook
+    shedder: LoadShedder  # whether the API refuses new work for overload now
     workers: list[Worker] = field(default_factory=list)
     scheduler: Scheduler | None = None
     dispatcher: CallbackDispatcher | None = None
@@ -141,11 +143,14 @@ def build_services(settings: Settings, worker_count: int) -> Services:
     )
     directory = EndpointDirectory(db, vault, settings.endpoint_cache_seconds, live=not settings.test_clock)
     limits = Limits.from_settings(settings)
+    shedder = LoadShedder(db, settings.overload_job_age)
     if not worker_count:  # an API-only process: jobs, callbacks and scheduled work run elsewhere
-        return Services(settings, db, vault, directory, KeyRing(db), NonceBook(db), limits=limits)
+        return Services(settings, db, vault, directory, KeyRing(db), NonceBook(db), shedder, limits=limits)
     dispatcher = CallbackDispatcher(db, vault, _callback_config(settings))
     workers = [Worker(db, vault, processor, config, callbacks=dispatcher) for _ in range(worker_count)]
-    services = Services(settings, db, vault, directory, KeyRing(db), NonceBook(db), workers, None, dispatcher, limits)
+    services = Services(
+        settings, db, vault, directory, KeyRing(db), NonceBook(db), shedder, workers, None, dispatcher, limits
+    )
     services.scheduler = Scheduler(
         db,
         cutoff=settings.settlement_cutoff,

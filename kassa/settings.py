@@ -478,6 +478,14 @@ class Settings:
         "API requests to one merchant at once before `KASSA_MERCHANT_RATE` applies",
         shown_default="twice the rate",
     )
+    overload_job_age: float = setting(
+        "KASSA_OVERLOAD_JOB_AGE",
+        "1",
+        number(0, inclusive=True),
+        "seconds the oldest due job may wait for a worker before the API refuses operations that open an order "
+        "(HTTP 503, code 11, `Retry-After`), until that wait is below half of it; `0`: never (see "
+        "`docs/operations.md`, *Overload*)",
+    )
     trusted_proxies: tuple[str, ...] = setting(
         "KASSA_TRUSTED_PROXIES",
         "127.0.0.1,::1",

@@ -13,6 +13,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from kassa import metrics
 from kassa.api import openapi, test_clock
 from kassa.api.admission import client_host, rate_limited
 from kassa.api.errors import ApiError, Code
@@ -54,7 +55,7 @@ class OperationDispatch:
                 return
             api = found is not None or scope["path"].startswith(self.api_root)
             if wait := self.services.limits.address_wait_ms(client_host(scope)):  # pages and the rest
-                answer = refuse_path(scope, rate_limited(wait)) if api else _too_many_requests(wait)
+                answer = refuse_path(scope, rate_limited(wait, "address_rate")) if api else _too_many_requests(wait)
                 await answer.send(send)
                 return
             if api:
@@ -70,6 +71,7 @@ class OperationDispatch:
 
 
 def _too_many_requests(wait_ms: int) -> Answer:
+    metrics.refused("address_rate")
     return Answer(429, b"too many requests\n", "text/plain; charset=utf-8", {"Retry-After": retry_after(wait_ms)})
 
 
@@ -89,13 +91,14 @@ def create_app(services: Services) -> ASGIApp:
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         stop = asyncio.Event()
         workers = asyncio.create_task(run_workers(services, stop))
+        shedder = asyncio.create_task(services.shedder.run(stop))  # the API's alone: `kassa worker` has none
         settle_garbage_collector()
         try:
             yield
         finally:
             stop.set()
             services.wake_workers()
-            await workers
+            await asyncio.gather(workers, shedder)
             services.db.close()
 
     return OperationDispatch(Starlette(routes=routes, lifespan=lifespan), services)

@@ -85,6 +85,12 @@ def _operation(op: Operation, id_name: str) -> dict[str, Any]:
         },
         "500": {"description": "server error", **ref("ServerErrorResponse")},
     }
+    if op.opens_order:
+        responses["503"] = {
+            "description": "the gateway is overloaded: nothing was created, try again later (error-code 11)",
+            "headers": {"Retry-After": {"description": "seconds to wait", "schema": {"type": "integer"}}},
+            **ref("ValidationErrorResponse"),
+        }
     if isinstance(op.signing, OAuth):
         responses["401"] = {
             "description": "OAuth signature missing or wrong (error-code 2), or timestamp or nonce refused (10)",

@@ -91,6 +91,10 @@ class Operation:
     order_amount_signing: bool = False
     # Moves money on a control with no nonce: the endpoint's replay window applies (``pipeline``).
     replay_guarded: bool = False
+    # Opens an order: new work for the workers, refused at once while the gateway sheds load
+    # (``engine.overload``). Operations on orders that exist (status, follow-ups, 3-D Secure uploads, card
+    # references) are answered as ever: they finish what was accepted.
+    opens_order: bool = False
     # v4 spells names either way: "credit-card-number" and "credit_card_number" both mean the declared
     # field. Built once with the row, since every field of every request is looked up here.
     spellings: dict[str, str] = field(init=False)
@@ -152,6 +156,7 @@ OPERATIONS: tuple[Operation, ...] = (
         fields=s.VERIFY_FORM_FIELDS,
         handler=payments.account_verification_form,
         summary="Verification on a hosted page",
+        opens_order=True,
     ),
     Operation(
         path="/api/v2/account-verification",
@@ -162,6 +167,7 @@ OPERATIONS: tuple[Operation, ...] = (
         fields=s.VERIFY_FIELDS,
         handler=payments.account_verification,
         summary="Zero-amount authorization",
+        opens_order=True,
     ),
     Operation(
         path="/api/v2/capture",
@@ -204,6 +210,7 @@ OPERATIONS: tuple[Operation, ...] = (
         fields=s.REBILL_FIELDS,
         handler=card_refs.make_rebill,
         summary="Charge a stored card without the cardholder",
+        opens_order=True,
         replay_guarded=True,
     ),
     Operation(
@@ -215,6 +222,7 @@ OPERATIONS: tuple[Operation, ...] = (
         fields=s.FORM_FIELDS,
         handler=payments.sale_form,
         summary="Universal hosted payment form",
+        opens_order=True,
     ),
     Operation(
         path="/api/v2/payout-form",
@@ -225,6 +233,7 @@ OPERATIONS: tuple[Operation, ...] = (
         fields=s.FORM_FIELDS,
         handler=payouts.payout_form,
         summary="Payout on a hosted page",
+        opens_order=True,
     ),
     Operation(
         path="/api/v2/payout",
@@ -235,6 +244,7 @@ OPERATIONS: tuple[Operation, ...] = (
         fields=s.PAYOUT_FIELDS,
         handler=payouts.payout,
         summary="Payout to a card, bank account, e-wallet or phone",
+        opens_order=True,
     ),
     Operation(
         path="/api/v2/preauth-form",
@@ -245,6 +255,7 @@ OPERATIONS: tuple[Operation, ...] = (
         fields=s.FORM_FIELDS,
         handler=payments.preauth_form,
         summary="Preauth on a hosted page",
+        opens_order=True,
     ),
     Operation(
         path="/api/v2/preauth",
@@ -255,6 +266,7 @@ OPERATIONS: tuple[Operation, ...] = (
         fields=s.SALE_FIELDS,
         handler=payments.preauth,
         summary="Reserve funds for a later capture or void",
+        opens_order=True,
     ),
     Operation(
         path="/api/v2/return",
@@ -277,6 +289,7 @@ OPERATIONS: tuple[Operation, ...] = (
         fields=s.FORM_FIELDS,
         handler=payments.sale_form,
         summary="Sale on a hosted page",
+        opens_order=True,
     ),
     Operation(
         path="/api/v2/sale",
@@ -287,6 +300,7 @@ OPERATIONS: tuple[Operation, ...] = (
         fields=s.SALE_FIELDS,
         handler=payments.sale,
         summary="Authorization and capture in one step",
+        opens_order=True,
     ),
     Operation(
         path="/api/v2/status",
@@ -338,6 +352,7 @@ OPERATIONS: tuple[Operation, ...] = (
         fields=s.PAYOUT_FIELDS,
         handler=payouts.payout_v4,
         summary="Payout in one step, signed as v4 (SPEC.md's bank payout example)",
+        opens_order=True,
     ),
     Operation(
         path="/api/v4/transfer-by-ref",
@@ -348,6 +363,7 @@ OPERATIONS: tuple[Operation, ...] = (
         fields=s.TRANSFER_BY_REF_FIELDS,
         handler=payouts.transfer_by_ref,
         summary="Transfer from the merchant's balance to a card (SPEC.md's transfer by reference example)",
+        opens_order=True,
     ),
     Operation(
         path="/api/v4/payout-check",
@@ -358,6 +374,7 @@ OPERATIONS: tuple[Operation, ...] = (
         fields=s.PAYOUT_FIELDS,
         handler=payouts.payout_check,
         summary="Validate a payout destination and register the payout",
+        opens_order=True,
     ),
     Operation(
         path="/api/v4/payout-pay",
@@ -378,6 +395,7 @@ OPERATIONS: tuple[Operation, ...] = (
         fields=s.TRANSFER_FIELDS,
         handler=payouts.transfer,
         summary="Transfer from a card or the deposit to a card",
+        opens_order=True,
     ),
     Operation(
         path="/api/v2/pan-eligibility/send",
@@ -388,5 +406,6 @@ OPERATIONS: tuple[Operation, ...] = (
         fields=s.PAN_ELIGIBILITY_FIELDS,
         handler=payouts.pan_eligibility,
         summary="Check that a card can send funds",
+        opens_order=True,
     ),
 )

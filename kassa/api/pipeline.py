@@ -14,7 +14,7 @@ from starlette.types import Receive, Scope
 
 from kassa import metrics, randomness
 from kassa.api import idempotency, signatures
-from kassa.api.admission import admit, client_host, rate_limited
+from kassa.api.admission import admit, client_host, rate_limited, shed
 from kassa.api.context import OperationRequest, PendingNonce
 from kassa.api.errors import ApiError, Code, field_error, internal_error
 from kassa.api.fields import validate
@@ -93,13 +93,15 @@ async def _run(
     host = client_host(scope)
     if wait := services.limits.address_wait_ms(host):
         exchange.classic = not json_asked and _known_classic(services, path_id)
-        raise rate_limited(wait)
+        raise rate_limited(wait, "address_rate")
     endpoint = await _endpoint(services, path_id)
     if not json_asked and not (endpoint is not None and endpoint.speaks_classic):
         raise ApiError(Code.ACCEPT, "the Accept header must be application/vnd.pay+json")
     exchange.classic = not json_asked  # known before the body is read: a classic client gets every refusal classic
     if endpoint is None or not endpoint.enabled:
         raise ApiError(Code.ENDPOINT, f"unknown or disabled endpoint {path_id}")
+    if op.opens_order and services.shedder.shedding:  # in the merchant's format, and before the body
+        raise shed(services.shedder)
     admit(services.limits, endpoint, host)
     try:
         check_form_type(headers.get("content-type"))

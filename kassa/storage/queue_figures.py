@@ -1,13 +1,14 @@
 """How much work waits in the queues, for metrics: jobs by kind and pending callbacks, each with the age of
 the oldest that is due. The counts read the queues' due indexes (``ix_jobs_run_at``, ``ix_callbacks_due``);
 a callback is due from its destination's queue head (``callback_destinations``: not before the next probe
-of a destination that is down, whose callbacks wait for it rather than for the dispatcher)."""
+of a destination that is down, whose callbacks wait for it rather than for the dispatcher). And the
+overload signal (``engine.overload``): how long the oldest due job no worker holds has waited."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, bindparam, func, select
 
 from kassa.storage.tables import callback_destinations, callbacks, jobs
 
@@ -38,3 +39,22 @@ def read(conn: Connection, now_ms: int) -> QueueFigures:
 
 def _age(first_due_ms: int | None, now_ms: int) -> int:
     return 0 if first_due_ms is None else max(0, now_ms - first_due_ms)
+
+
+# Walks ``ix_jobs_run_at`` from the oldest due time and stops at the first job no worker holds: what it
+# skips are jobs in hand (at most a few dozen per worker) and those of workers that died, until their
+# leases run out. A backlog of any size costs the same.
+_OLDEST_WAITING = (
+    select(jobs.c.run_at_ms)
+    .where(
+        jobs.c.run_at_ms <= bindparam("now_ms"),
+        jobs.c.lease_until_ms.is_(None) | (jobs.c.lease_until_ms < bindparam("now_ms")),
+    )
+    .order_by(jobs.c.run_at_ms)
+    .limit(1)
+)
+
+
+def oldest_waiting_job_age_ms(conn: Connection, now_ms: int) -> int:
+    """How long the oldest due job that no worker holds has waited; 0 when none waits."""
+    return _age(conn.execute(_OLDEST_WAITING, {"now_ms": now_ms}).scalar(), now_ms)

@@ -61,6 +61,8 @@ def test_responses_list_the_refusals_each_operation_can_answer(document: dict[st
             assert {"200", "400", "429", "500"} <= set(responses), op.code
             assert "Retry-After" in responses["429"]["headers"]
             assert ("401" in responses) == isinstance(op.signing, OAuth), op.code
+            assert ("503" in responses) == op.opens_order, op.code  # refused for overload
+            assert "Retry-After" in responses.get("503", responses["429"])["headers"]
             assert "501" not in responses, op.code
 
 

@@ -12,6 +12,7 @@ from contextlib import ExitStack
 import httpx
 import pytest
 
+from tests.ops.test_probes import scrape, value
 from tests.support.databases import fresh_postgres
 from tests.support.gateway import (
     JSON_ACCEPT,
@@ -131,6 +132,19 @@ def test_a_merchant_past_its_burst_is_refused_from_any_address_and_other_merchan
     assert served(status(calm, address()))
     gateway.advance(1)
     assert served(status(busy, address()))
+
+
+def test_refusals_for_rate_are_counted_by_whose_rate_it_was(gateway: Gateway, address: Callable[[], str]) -> None:
+    def refused(reason: str) -> float:
+        return value(scrape(gateway), "kassa_refused_requests_total", reason=reason)
+
+    before = {reason: refused(reason) for reason in ("address_rate", "merchant_rate")}
+    shop, client = new_merchant(gateway, f"m-{uuid.uuid4().hex[:10]}"), address()
+    assert refused_for_rate([status(shop, client) for _ in range(4)][-1])  # the address's fourth
+    busy = new_merchant(gateway, f"m-{uuid.uuid4().hex[:10]}")
+    assert refused_for_rate([status(busy, address()) for _ in range(7)][-1])  # the merchant's seventh
+    assert refused("address_rate") == before["address_rate"] + 1
+    assert refused("merchant_rate") == before["merchant_rate"] + 1
 
 
 def test_customer_pages_are_limited_per_address_too(gateway: Gateway, address: Callable[[], str]) -> None:

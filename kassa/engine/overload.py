@@ -1,0 +1,115 @@
+"""Load shedding: offered more than it can finish, a gateway refuses new work at once instead of accepting
+it and letting it starve. A backlog may cost memory and disk, never the latency of what was accepted.
+
+The signal is measured, not predicted: how long the oldest due job that no worker holds has waited
+(``storage.queue_figures.oldest_waiting_job_age_ms``). A job handed over in memory starts at once (at most
+32 in hand per worker); beyond that, jobs wait in the table, so the table is where the waiting line is, for
+every process and machine sharing the database. Each server process reads it every quarter second, on
+its own task (a request reads one attribute), and the API refuses the operations that open an order
+while ``shedding`` (``api.pipeline``; the operation table's ``opens_order``).
+
+Hysteresis: shedding starts when two samples in a row find the oldest waiting job older than the
+threshold (``KASSA_OVERLOAD_JOB_AGE``), since one sample may catch due jobs a moment before a worker claims
+them; it stops at the first sample that finds it younger than half the threshold, which, as the waiting
+line drains in order, is once the work accepted before the refusals began has started.
+
+The log tells episodes, not samples: a line when shedding starts, and one when the gateway has accepted
+again for ``_EPISODE_QUIET_MS`` (with how long it shed and how many requests it refused), so that a waiting
+line that fills and drains every few seconds under a long overload is one episode."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+from dataclasses import dataclass
+
+from kassa import metrics
+from kassa.clock import now_ms
+from kassa.storage import queue_figures
+from kassa.storage.database import Database
+
+log = logging.getLogger("kassa.overload")
+
+_SAMPLE_SECONDS = 0.25
+_EPISODE_QUIET_MS = 10_000
+
+
+@dataclass(slots=True)
+class _Episode:
+    started_ms: int
+    last_shed_ms: int
+    oldest_ms: int  # the longest wait seen
+    refused: int = 0
+
+
+class LoadShedder:
+    """Whether this process refuses new work now (``shedding``), from samples of the signal."""
+
+    def __init__(self, db: Database, threshold_seconds: float) -> None:
+        self._db = db
+        self._limit_ms = round(threshold_seconds * 1000)
+        self._resume_ms = self._limit_ms // 2
+        # About as long as a waiting line of one threshold takes to drain.
+        self.retry_after = str(max(1, math.ceil(threshold_seconds)))
+        self.shedding = False
+        self._above = False  # whether the last sample was above the threshold
+        self._episode: _Episode | None = None
+        self._unreadable = False
+
+    async def run(self, stop: asyncio.Event) -> None:
+        if not self._limit_ms:  # KASSA_OVERLOAD_JOB_AGE=0: never sheds, reads nothing
+            return
+        while not stop.is_set():
+            await self.sample()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), _SAMPLE_SECONDS)
+
+    async def sample(self) -> None:
+        now = now_ms()
+        try:
+            age_ms = await self._db.read_point(lambda conn: queue_figures.oldest_waiting_job_age_ms(conn, now))
+        except Exception:  # the state stays as it was; requests meet the database's trouble themselves
+            if not self._unreadable:
+                log.exception("reading the overload signal failed")
+            self._unreadable = True
+            return
+        self._unreadable = False
+        self.observe(age_ms, now)
+
+    def observe(self, age_ms: int, now: int) -> None:
+        above = age_ms > self._limit_ms
+        self.shedding = age_ms >= self._resume_ms if self.shedding else above and self._above
+        self._above = above
+        metrics.OVERLOAD_JOB_AGE.set(age_ms / 1000)
+        metrics.OVERLOAD_SHEDDING.set(int(self.shedding))
+        self._log_episode(age_ms, now)
+
+    def refused(self) -> None:
+        """Told of each request refused for overload."""
+        metrics.refused("overload")
+        if self._episode is not None:
+            self._episode.refused += 1
+
+    def _log_episode(self, age_ms: int, now: int) -> None:
+        episode = self._episode
+        if self.shedding and episode is None:
+            self._episode = _Episode(now, now, age_ms)
+            log.warning(
+                "load shedding started: operations that open an order are refused (503, code 11)",
+                extra={"oldest_job_wait_seconds": age_ms / 1000, "threshold_seconds": self._limit_ms / 1000},
+            )
+        elif self.shedding and episode is not None:
+            episode.last_shed_ms = now
+            episode.oldest_ms = max(episode.oldest_ms, age_ms)
+        elif episode is not None and now - episode.last_shed_ms >= _EPISODE_QUIET_MS:
+            self._episode = None
+            log.warning(
+                "load shedding stopped: new work accepted again",
+                extra={
+                    "lasted_seconds": (episode.last_shed_ms - episode.started_ms) / 1000,
+                    "refused": episode.refused,
+                    "longest_job_wait_seconds": episode.oldest_ms / 1000,
+                },
+            )
