@@ -145,13 +145,19 @@ def test_an_admin_creates_an_operator_who_can_sign_in_and_the_audit_log_names_it
     assert "support-new@ops.example" in audit
 
 
+def _lock_out(gateway: Gateway, operator: Login) -> ConsoleClient:
+    """Five wrong passwords for ``operator``, which lock it out; the client (its address) that sent them."""
+    client = ConsoleClient(gateway)
+    for _ in range(5):
+        client.sign_in(operator, password="not the password")
+    return client
+
+
 def test_an_admin_resets_a_locked_out_operator_who_then_signs_in_with_the_new_password(
     shared_gateway: Gateway, console_as: Callable[[str], ConsoleClient], operator_of: Callable[..., Login]
 ) -> None:
     viewer = operator_of("viewer")
-    client = ConsoleClient(shared_gateway)
-    for _ in range(5):
-        client.sign_in(viewer, password="not the password")
+    client = _lock_out(shared_gateway, viewer)
     admin = console_as("admin")
     operator_id = next(o["id"] for o in shared_gateway.cli("operator", "list") if o["email"] == viewer.email)
     answer = admin.post(f"/operators/{operator_id}/reset-password", {}, from_page="/operators")
@@ -228,9 +234,7 @@ def test_a_lockout_is_shown_to_admins_and_audited_and_an_admin_unlocks_it(
     shared_gateway: Gateway, operator_of: Callable[..., Login], console_as: Callable[[str], ConsoleClient]
 ) -> None:
     viewer = operator_of("viewer")
-    client = ConsoleClient(shared_gateway)
-    for _ in range(5):
-        client.sign_in(viewer, password="not the password")
+    client = _lock_out(shared_gateway, viewer)
     admin = console_as("admin")
     row = _operator_row(admin, viewer)
     assert "locked until" in row and "<td>5</td>" in row  # its failed sign-ins

@@ -41,6 +41,20 @@ def refused(port: int) -> bool:
     return False
 
 
+def read_one_answer(conn: socket.socket) -> str:
+    """One HTTP/1.1 answer with a Content-Length, the connection kept open."""
+    received = b""
+    while b"\r\n\r\n" not in received:
+        received += conn.recv(65536)
+    head, _, content = received.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":")[1]) for line in head.lower().split(b"\r\n") if line.startswith(b"content-length:")
+    )
+    while len(content) < length:
+        content += conn.recv(65536)
+    return (head + b"\r\n\r\n" + content).decode()
+
+
 def read_answer(conn: socket.socket) -> str:
     """One HTTP/1.1 answer, whole (the server closes the connection after it: it is stopping)."""
     received = b""
@@ -62,6 +76,10 @@ def test_sigterm_answers_the_request_in_flight_keeps_its_order_and_takes_no_new_
         f"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {len(body)}\r\n\r\n"
     ).encode()
     with socket.create_connection(("127.0.0.1", gateway.port), timeout=30) as conn:
+        # A first request answered on the connection: the server has accepted it. One still in the
+        # listener's backlog when SIGTERM closes the listener is reset by the kernel: it never was in flight.
+        conn.sendall(b"GET /nowhere HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert read_one_answer(conn).startswith("HTTP/1.1 404")
         conn.sendall(head + body[:10])
         assert gateway.process is not None
         gateway.process.send_signal(signal.SIGTERM)
