@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.probe import processes_cpu_seconds
-from bench.server import API_ONLY, KASSA, PREFIX, KassaDeployment, Server, free_port
+from bench.server import API_ONLY, KASSA, NO_SHEDDING, PREFIX, KassaDeployment, Server, free_port
 
 
 def children_of(pid: int) -> list[int]:
@@ -47,4 +47,4 @@ def process_group(deployment: KassaDeployment, processes: int, cores: str | None
     if cores is not None:
         argv = ["taskset", "-c", cores, *argv]
     log = deployment.data_dir / f"scale-{processes}.log"
-    return ProcessGroup(argv, deployment.env, log, f"{PREFIX}/openapi.json", port)
+    return ProcessGroup(argv, {**deployment.env, **NO_SHEDDING}, log, f"{PREFIX}/openapi.json", port)
