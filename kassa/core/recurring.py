@@ -255,8 +255,6 @@ def lend_cards(conn: Connection, payment_ids: Collection[int]) -> PaymentEnded |
     payments, locked until it is, so that a cancel comes wholly before it or wholly after it; and the
     refusal (``PaymentEnded``) the order gets if it is new and a payment is no longer active: after a
     cancel its card is used for nothing."""
-    if not payment_ids:  # most payouts and transfers: no statement at all
-        return None
     for payment_id, payment in store.lock_all(conn, set(payment_ids)).items():
         if payment["status"] != Status.ACTIVE:
             return PaymentEnded(payment_id, payment["status"])
