@@ -13,19 +13,34 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from kassa.storage.database import Database, open_database
-from kassa.storage.migrate import upgrade
-from tests.support.databases import fresh_postgres
+from tests.support.databases import fresh_postgres, migrated_sqlite
 from tests.support.gateway import Gateway, Merchant, new_merchant
 
 
 @pytest.fixture
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A fresh, empty database of the backend the test is parametrized with."""
+def database_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_templates: Path) -> Iterator[str]:
+    """A fresh database of the backend the test is parametrized with, at the schema's head (copied from a
+    template migrated once); empty for the tests marked ``empty_database``, those of migrating itself."""
+    migrated = request.node.get_closest_marker("empty_database") is None
     if request.param == "postgresql":
-        with fresh_postgres() as url:
+        with fresh_postgres(migrated=migrated) as url:
             yield url
+    elif migrated:
+        yield migrated_sqlite(tmp_path / "kassa.db", sqlite_templates)
     else:
         yield f"sqlite:///{tmp_path / 'kassa.db'}"
+
+
+@pytest.fixture(scope="session")
+def sqlite_templates(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _template_dir(tmp_path_factory)
+
+
+def _template_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where this test process keeps its SQLite database at the schema's head, migrated once."""
+    folder = tmp_path_factory.getbasetemp() / "templates"
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
 BACKENDS = ("sqlite", "postgresql")
@@ -42,6 +57,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "kassa"))
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "backends(*names): run only on these database backends")
+    config.addinivalue_line("markers", "empty_database: database_url is an empty database, not one at the head")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -54,8 +70,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture
 def db(database_url: str) -> Iterator[Database]:
-    """The database runner on a fresh database migrated to head, for tests of core and storage."""
-    upgrade(database_url)
+    """The database runner on a fresh database at the schema's head, for tests of core and storage."""
     database = open_database(database_url)
     yield database
     database.close()
@@ -88,9 +103,10 @@ def _session_gateway(
 ) -> Iterator[Gateway]:
     data_dir = tmp_path_factory.mktemp(f"{name}-{backend}")
     with ExitStack() as stack:
-        url = f"sqlite:///{data_dir / 'kassa.db'}"
         if backend == "postgresql":
-            url = stack.enter_context(fresh_postgres())
+            url = stack.enter_context(fresh_postgres(migrated=True))
+        else:
+            url = migrated_sqlite(data_dir / "kassa.db", _template_dir(tmp_path_factory))
         gateway = Gateway(url, data_dir, extra_env=env or {}).start()
         stack.callback(gateway.stop)
         yield gateway

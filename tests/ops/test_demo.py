@@ -10,6 +10,8 @@ import time
 import uuid
 from collections.abc import Callable
 
+import pytest
+
 from tests.support.gateway import Gateway
 from tests.support.oauth import signed_post
 
@@ -49,6 +51,7 @@ def test_the_demo_merchant_starts_with_a_sandbox_balance_that_a_payout_draws_on(
     assert shown == [{"currency": "USD", "mode": "sandbox", "available": "9975.00", "reserved": "0.00"}]
 
 
+@pytest.mark.empty_database
 def test_starting_the_demo_prints_the_banner_and_two_log_lines_and_nothing_else(
     gateway_factory: Callable[..., Gateway],
 ) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
 from alembic import command
 
 from kassa.storage import callbacks as callback_store
@@ -16,6 +17,8 @@ from tests.support.databases import run_sql
 
 NOW = 10_000
 LIMITS = DeliveryLimits(per_destination=10, per_merchant=10)
+
+pytestmark = pytest.mark.empty_database  # these tests migrate from an empty database themselves
 
 
 def _before_0018(database_url: str) -> None:

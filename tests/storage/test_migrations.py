@@ -3,6 +3,7 @@ the rows they reshape."""
 
 from __future__ import annotations
 
+import pytest
 import sqlalchemy
 from alembic import command
 from alembic.autogenerate import compare_metadata
@@ -12,6 +13,8 @@ from kassa.storage.database import sqlalchemy_url
 from kassa.storage.migrate import alembic_config, upgrade
 from kassa.storage.tables import metadata
 from tests.support.databases import run_sql
+
+pytestmark = pytest.mark.empty_database  # these tests migrate from an empty database themselves
 
 
 def test_migrated_schema_matches_the_declared_tables(database_url: str) -> None:

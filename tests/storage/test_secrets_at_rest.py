@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import pytest
 from alembic import command
 
 from kassa.storage.migrate import alembic_config
@@ -87,6 +88,7 @@ def _legacy_rows(database_url: str, key: str, token: str) -> int:
     return int(run_sql(database_url, f"SELECT {endpoint}")[0][0])
 
 
+@pytest.mark.empty_database
 def test_rows_written_in_clear_before_the_upgrade_are_sealed_at_start_and_keep_working(
     database_url: str, gateway_factory: Callable[..., Gateway]
 ) -> None:
