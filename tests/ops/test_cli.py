@@ -3,12 +3,17 @@ what it creates is what the API then serves, and what it shows of orders is mask
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import random
+import subprocess
+import sys
 import uuid
 
 import httpx
 import pytest
 
+import kassa.ops.cli as cli
 from tests.support.gateway import Gateway, Merchant, cli_run, new_merchant
 
 CARD = "4111111111111111"
@@ -385,3 +390,19 @@ def test_order_list_human_output_has_a_line_per_order(
 def test_order_list_for_an_unknown_merchant_fails_readably(shared_gateway: Gateway) -> None:
     login = _login()
     assert login in readable_failure(shared_gateway, "order", "list", "--merchant", login)
+
+
+def test_every_command_of_every_group_module_is_found_by_its_name_and_runs_importing_only_its_own_module() -> None:
+    modules = {info.name for info in pkgutil.iter_modules(cli.__path__)} - {"common"}
+    declared = {
+        command.name: module
+        for module in modules
+        for command in importlib.import_module(f"kassa.ops.cli.{module}").COMMANDS
+    }
+    assert declared == cli.COMMAND_MODULES
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys; from kassa.ops.cli import main; main(['balance', '--help'],"
+         " standalone_mode=False); print(sorted(m for m in sys.modules if m.startswith('kassa.ops.cli.')))"],
+        capture_output=True, text=True, check=True,
+    ).stdout.splitlines()[-1]  # fmt: skip
+    assert loaded == str(["kassa.ops.cli.balances", "kassa.ops.cli.common"])
