@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pyotp
 import pytest
+from argon2 import PasswordHasher
 
 from kassa.console import credentials
 
@@ -57,3 +58,10 @@ def test_sessions_are_stored_by_hash_alone() -> None:
     token = credentials.new_session_token()
     assert token not in credentials.token_hash(token)
     assert len(credentials.token_hash(token)) == 64
+
+
+def test_a_hash_made_with_other_parameters_verifies_with_its_own_and_defaults_stay_rfc_9106s() -> None:
+    cheaper = PasswordHasher(time_cost=1, memory_cost=8192, parallelism=1).hash("correct horse battery")
+    assert credentials.password_matches(cheaper, "correct horse battery")
+    assert not credentials.password_matches(cheaper, "correct horse battery!")
+    assert credentials.hash_password("correct horse battery").split("$")[3] == "m=65536,t=3,p=4"
