@@ -12,7 +12,8 @@ costs the traced threads a call per statement). A last run does the three togeth
 
 Run: ``python -m bench.stages [--backend sqlite|postgresql] [--sales N] [--rounds R] [--statements]
 [--profile STAGE]``: the least of R rounds per stage; ``--statements`` lists each stage's statements per sale,
-``--profile`` runs one stage under cProfile in CPU time (the event loop's thread only)."""
+with each one's mean CPU in µs in the thread that runs it (hot-path statements) and on PostgreSQL its wall
+time; ``--profile`` runs one stage under cProfile in CPU time (the event loop's thread only)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import asyncio
 import base64
 import cProfile
 import dataclasses
+import functools
 import os
 import pstats
 import re
@@ -47,6 +49,7 @@ from bench.probe import process_cpu_seconds
 from bench.server import UNREACHED_RATE
 
 CONCURRENCY = 50
+SUMMARY = "summary: "  # the line ``python -m bench`` takes into its notes
 STAGES = ("accept", "process", "callback")
 _SHOWN = 110
 _LITERALS = re.compile(r"x?'[^']*'|\b\d+\b")  # SQLite traces statements with their values: grouped without
@@ -62,10 +65,43 @@ class Counts:
     writes: int = 0
     texts: Counter[str] | None = None  # with ``--statements``: each statement's start, how often it ran
 
-    def seen(self, sql: str) -> None:
+    took: Counter[str] = field(default_factory=Counter)  # on PostgreSQL: each statement's wall time, µs
+    cpu: Counter[str] = field(default_factory=Counter)  # a hot-path statement's CPU in its thread, µs
+
+    def seen(self, sql: str, took_s: float = 0.0) -> None:
         self.statements += 1
         if self.texts is not None:
-            self.texts[_LITERALS.sub("?", " ".join(sql.split()))[:_SHOWN]] += 1
+            text = _shown(sql)
+            self.texts[text] += 1
+            self.took[text] += round(took_s * 1e6)
+
+
+@functools.lru_cache(maxsize=1024)  # the compiled statements' texts, a few dozen: the timing stays cheap
+def _compiled_shown(sql: str) -> str:
+    return _shown(sql)
+
+
+def _shown(sql: str) -> str:
+    return _LITERALS.sub("?", " ".join(sql.split()))[:_SHOWN]
+
+
+def _timing_prepared(counts: Counts) -> None:
+    """With ``--statements``: the CPU each hot-path statement (``storage.prepared``: run on the driver's
+    cursor) costs the thread that runs it, driver and database engine included (SQLite runs in it); taken
+    in the untraced rounds (SQLite's trace callback costs a long statement more than the statement)."""
+    from kassa.storage.prepared import Prepared
+
+    for name in ("execute", "execute_many"):
+        original = getattr(Prepared, name)
+
+        def timed(self: Any, conn: Any, values: Any, _original: Any = original) -> Any:
+            started = time.thread_time()
+            try:
+                return _original(self, conn, values)
+            finally:
+                counts.cpu[_compiled_shown(self._for(conn).sql)] += round((time.thread_time() - started) * 1e6)
+
+        setattr(Prepared, name, timed)
 
 
 @dataclass(frozen=True)
@@ -155,12 +191,18 @@ def _sqlite_trace(counts: Counts) -> Callable[[str], None]:
 def _counting_cursor(counts: Counts) -> type:
     class Counted(psycopg.Cursor):
         def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
-            counts.seen(str(query))
-            return super().execute(query, params, **kwargs)
+            started = time.perf_counter()
+            try:
+                return super().execute(query, params, **kwargs)
+            finally:
+                counts.seen(str(query), time.perf_counter() - started)
 
         def executemany(self, query: Any, params_seq: Any, **kwargs: Any) -> Any:
-            counts.seen(str(query))  # one round trip (pipelined)
-            return super().executemany(query, params_seq, **kwargs)
+            started = time.perf_counter()
+            try:
+                return super().executemany(query, params_seq, **kwargs)  # one round trip (pipelined)
+            finally:
+                counts.seen(str(query), time.perf_counter() - started)
 
     return Counted
 
@@ -224,7 +266,8 @@ class Meter:
     @contextmanager
     def stage(self, name: str, sales: int) -> Iterator[None]:
         c = self.counts
-        before = Counts(c.statements, c.commits, c.writes, Counter(c.texts) if c.texts is not None else None)
+        texts = Counter(c.texts) if c.texts is not None else None
+        before = Counts(c.statements, c.commits, c.writes, texts, Counter(c.took), Counter(c.cpu))
         profiler = cProfile.Profile(time.thread_time) if name == self.profiled else None  # CPU, not waits
         pg, cpu, wall, threads = self._pg(), time.process_time(), time.monotonic(), _db_threads_cpu()
         if profiler is not None:
@@ -237,7 +280,14 @@ class Meter:
         pg_after = self._pg()
         pg_cpu = sum(v - pg.get(pid, 0.0) for pid, v in pg_after.items())
         texts = None if c.texts is None or before.texts is None else c.texts - before.texts
-        delta = Counts(c.statements - before.statements, c.commits - before.commits, c.writes - before.writes, texts)
+        delta = Counts(
+            c.statements - before.statements,
+            c.commits - before.commits,
+            c.writes - before.writes,
+            texts,
+            c.took - before.took,
+            c.cpu - before.cpu,
+        )
         self.taken.append(Stage(name, sales, cpu, threads, pg_cpu, delta, wall))
 
 
@@ -353,6 +403,19 @@ def table(stages: list[Stage]) -> list[str]:
     return lines
 
 
+def summary(backend: str, stages: list[Stage]) -> str:
+    """The table as one line, for ``python -m bench``'s notes."""
+    parts = []
+    for stage in least(stages):
+        per, c = 1e6 / stage.sales, stage.counts
+        pg = f" (PostgreSQL {stage.pg_cpu_s * per:,.0f} µs)" if stage.pg_cpu_s else ""
+        parts.append(
+            f"{stage.name} {stage.cpu_s * per:,.0f} µs{pg}, {c.statements / stage.sales:.1f} statements,"
+            f" {c.writes / stage.sales:.1f} write units"
+        )
+    return f"end to end by stage, {backend} (bench/stages.py: in process, no HTTP server): " + "; ".join(parts)
+
+
 def statements(stages: list[Stage]) -> list[str]:
     """Each stage's statements per sale, the most frequent first."""
     lines = []
@@ -361,7 +424,10 @@ def statements(stages: list[Stage]) -> list[str]:
             continue
         lines.append(f"{stage.name}:")
         for text, count in stage.counts.texts.most_common(12):
-            lines.append(f"  {count / stage.sales:6.2f}  {text}")
+            took, cpu = stage.counts.took[text], stage.counts.cpu[text]
+            wall = f"wall {took / count:6,.0f}" if took else ""
+            spent = f"CPU {cpu / count:5,.0f}" if cpu else ""
+            lines.append(f"  {count / stage.sales:6.2f} {spent:>9} {wall:>11}  {text}")
     return lines
 
 
@@ -374,6 +440,8 @@ async def profile(
         receiver = CallbackReceiver(Path(data_dir), None)
         try:
             counts = Counts(texts=Counter() if show_statements else None)
+            if show_statements:
+                _timing_prepared(counts)
             services, keys, tracer = await _gateway(url, data_dir, lambda: Tracer(counts))
             meter, watcher = Meter(url, counts), Watcher(url)
             await _round(services, keys, meter, watcher, receiver.url, min(sales, 500), 0)  # warm-up
@@ -385,14 +453,16 @@ async def profile(
             tracer.switch(True)  # a last round counts the statements; its CPU is not taken
             meter.profiled = None
             await _round(services, keys, meter, watcher, receiver.url, sales, rounds + 1)
+            counted = zip(least(timed), meter.taken, strict=True)
             meter.taken = [
-                dataclasses.replace(t, counts=c.counts) for t, c in zip(least(timed), meter.taken, strict=True)
+                dataclasses.replace(t, counts=dataclasses.replace(c.counts, cpu=t.counts.cpu)) for t, c in counted
             ]
             services.db.close()
         finally:
             receiver.stop()
         shown = statements(meter.taken) if show_statements else []
-        return [f"{backend}, {sales:,} sales a round, least of {rounds}:", *table(meter.taken), *shown]
+        heading = f"{backend}, {sales:,} sales a round, least of {rounds}:"
+        return [heading, *table(meter.taken), *shown, f"{SUMMARY}{summary(backend, meter.taken)}"]
 
 
 def main() -> None:
