@@ -503,7 +503,8 @@ def stage_profile(backend: str) -> str:
     done = subprocess.run(argv, env=ENV, capture_output=True, text=True, timeout=900, check=False)
     line = next((x for x in done.stdout.splitlines() if x.startswith(SUMMARY)), None)
     if done.returncode != 0 or line is None:
-        return f"end to end by stage, {backend}: bench/stages.py failed ({done.returncode}): {done.stderr[-300:]}"
+        last = done.stderr.strip().splitlines()[-1:] or [""]
+        return f"end to end by stage, {backend}: bench/stages.py failed ({done.returncode}): {last[0][:300]}"
     return line[len(SUMMARY) :]
 
 

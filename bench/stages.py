@@ -46,7 +46,7 @@ from bench.endtoend import CallbackReceiver
 from bench.inprocess import _caller
 from bench.postgres import backend_pids, fresh_database
 from bench.probe import process_cpu_seconds
-from bench.server import UNREACHED_RATE
+from bench.server import NO_SHEDDING, UNREACHED_RATE
 
 CONCURRENCY = 50
 SUMMARY = "summary: "  # the line ``python -m bench`` takes into its notes
@@ -304,6 +304,7 @@ async def _gateway(url: str, data_dir: str, tracer_of: Callable[[], Tracer]) -> 
         KASSA_DATA_DIR=data_dir,
         KASSA_VAULT_KEY=base64.b64encode(os.urandom(32)).decode(),
         KASSA_ADDRESS_RATE=UNREACHED_RATE,
+        **NO_SHEDDING,  # the accept stage runs with no worker: its jobs wait for the next stage, by design
     )
     settings = Settings.from_env()
     logs.configure(settings.log_level, open(os.path.join(data_dir, "kassa.log"), "a"))  # noqa: SIM115
