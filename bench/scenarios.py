@@ -9,6 +9,7 @@ import dataclasses
 import itertools
 import math
 import random
+import subprocess
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -33,13 +34,14 @@ from bench.bodies import (
     write_lines,
 )
 from bench.bulk import BulkOrders, console_search
-from bench.endtoend import CallbackReceiver, EndToEndSpec, percentile, run_endtoend
+from bench.endtoend import ENV, CallbackReceiver, EndToEndSpec, percentile, run_endtoend
 from bench.load import LoadResult, LoadSpec
 from bench.postgres import backend_pids, fresh_database
 from bench.probe import CpuSampler, CpuSnapshot, CpuUse, wait_until_quiet
 from bench.scale import process_group
 from bench.seed import create_orders, wait_until_settled
 from bench.server import API_ONLY, PREFIX, KassaDeployment, Server, ceiling_server, floor_server
+from bench.stages import SUMMARY
 
 Generator = Callable[[LoadSpec], LoadResult]
 BACKENDS = ("sqlite", "postgresql")
@@ -480,6 +482,7 @@ class Bench:
             rows.append(found)
         if "e2e" in o.scenarios:
             rows += [self.endtoend(backend) for backend in o.backends]
+            self.facts += [stage_profile(backend) for backend in o.backends]
             if "postgresql" in o.backends and o.e2e_sustained_rate:
                 rows.append(self.endtoend("postgresql", o.e2e_sustained_rate))
         if "bulk" in o.scenarios:
@@ -491,6 +494,18 @@ class Bench:
             for backend in o.backends:
                 rows += self.oauth(backend)
         return rows
+
+
+def stage_profile(backend: str) -> str:
+    """Where an end-to-end sale's CPU goes, stage by stage (``bench/stages.py``), as one line of the notes."""
+    say(f"end to end by stage, {backend}")
+    argv = [sys.executable, "-m", "bench.stages", "--backend", backend, "--sales", "1000", "--rounds", "2"]
+    done = subprocess.run(argv, env=ENV, capture_output=True, text=True, timeout=900, check=False)
+    line = next((x for x in done.stdout.splitlines() if x.startswith(SUMMARY)), None)
+    if done.returncode != 0 or line is None:
+        last = done.stderr.strip().splitlines()[-1:] or [""]
+        return f"end to end by stage, {backend}: bench/stages.py failed ({done.returncode}): {last[0][:300]}"
+    return line[len(SUMMARY) :]
 
 
 def search_row(took_ms: Sequence[float], stored: int, backend: str) -> Row:

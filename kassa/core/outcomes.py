@@ -25,9 +25,8 @@ def record(
 ) -> Queued:
     """Records ``outcome``; returns the callbacks it queued (with a ``callback_lease``, those that can go
     at once are written leased to its owner)."""
-    order = order_store.lock_order_of(conn, transaction_id)
-    # Read after the lock: whatever changed the transaction before held the lock and has committed.
-    tx, card, signer = order_store.outcome_context(conn, transaction_id)
+    # Read as the lock is granted: whatever changed the transaction before held the lock and has committed.
+    order, tx, card, signer = order_store.locked_outcome_context(conn, transaction_id)
     stage = advance(Stage(tx["stage"]), outcome.stage)
     changes = {
         "stage": stage.value,

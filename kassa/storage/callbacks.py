@@ -505,21 +505,25 @@ def record(
     (no retry left); a callback that finished hands its lane to the next of its order and URL. With
     ``outage``, the destination's outage becomes ``outage(current)``. False when this worker's lease was
     lost: nothing is written then."""
-    held = {"id": due.id, "owner": owner}
+    held = {"id": due.id, "owner": owner, "order_id": due.order_id, "url": due.url, "destination": due.destination}
     if attempt.delivered:
-        moved = _DELIVERED.execute(conn, {**held, "at_ms": attempt.at_ms})
+        moved = _DELIVERED.first(conn, {**held, "at_ms": attempt.at_ms})
     elif retry_at_ms is None:
-        moved = _FAILED.execute(conn, held)
+        moved = _FAILED.first(conn, held)
     else:
-        moved = _RETRY.execute(conn, {**held, "retry_at_ms": retry_at_ms})
-    if moved.rowcount != 1:
+        moved = _RETRY.first(conn, {**held, "retry_at_ms": retry_at_ms})
+    if moved is None:
         return False
     logged = {"id": due.id, "at_ms": attempt.at_ms, "url": attempt.url, "http_status": attempt.http_status}
     excerpt = {"error": attempt.error, "latency_ms": attempt.latency_ms, "excerpt": attempt.response_excerpt}
     _LOG_ATTEMPT.execute(conn, {**logged, **excerpt})
     requeued = not attempt.delivered and retry_at_ms is not None
-    promoted = not requeued and _PROMOTE.execute(conn, {"order_id": due.order_id, "url": due.url}).rowcount == 1
-    changed = outage is not None and _note_outage(conn, due.destination, outage)
+    promoted = (
+        not requeued
+        and moved["others_pending"]
+        and _PROMOTE.execute(conn, {"order_id": due.order_id, "url": due.url}).rowcount == 1
+    )
+    changed = outage is not None and _note_outage(conn, due.destination, outage, _outage_in(moved))
     if changed or requeued or promoted:
         _refresh(conn, [due.destination])
     return True
@@ -540,13 +544,35 @@ _LOG_ATTEMPT = Prepared(
 
 def _moved_on(state: str, **changes: Any) -> Prepared:
     """The callback after an attempt: one more attempt counted, the lease released, ``state`` set; only
-    while the lease is the caller's (``owner``)."""
+    while the lease is the caller's (``owner``). It returns, read as it runs, what the attempt's record goes
+    on with: the destination's outage (``_outage_in``) and whether another callback of its order and URL is
+    pending (only then may one wait for it to finish), each a probe by key, so neither costs a statement."""
+    d = callback_destinations.c
+    chain = callbacks.alias("chain")
+    others = exists().where(
+        chain.c.order_id == bindparam("order_id"),
+        chain.c.url == bindparam("url"),
+        chain.c.state == PENDING,
+        chain.c.id != bindparam("id"),
+    )
+    outage = [
+        select(d[name]).where(d.destination == bindparam("destination")).scalar_subquery().label(name)
+        for name in ("failures", "failed_at_ms", "probe_at_ms")
+    ]
     statement = (
         update(callbacks)
         .where(callbacks.c.id == bindparam("id"), callbacks.c.lease_owner == bindparam("owner"))
         .values(attempts=callbacks.c.attempts + 1, lease_owner=None, lease_until_ms=None, state=state, **changes)
+        .returning(others.label("others_pending"), *outage)
     )
     return Prepared(statement)
+
+
+def _outage_in(row: Record) -> Outage:
+    """The outage ``_moved_on`` read: none for a destination that has no row."""
+    if row["failures"] is None:
+        return REACHABLE
+    return Outage(row["failures"], row["failed_at_ms"], row["probe_at_ms"])
 
 
 _DELIVERED = _moved_on(DELIVERED, delivered_at_ms=bindparam("at_ms"), lane=null())
@@ -578,7 +604,7 @@ _PROMOTE = Prepared(
 _OUTAGE_COLUMNS = select(
     callback_destinations.c.failures, callback_destinations.c.failed_at_ms, callback_destinations.c.probe_at_ms
 ).where(callback_destinations.c.destination == bindparam("destination"))
-_OUTAGE, _OUTAGE_LOCKED = Prepared(_OUTAGE_COLUMNS), Prepared(_OUTAGE_COLUMNS.with_for_update())
+_OUTAGE_LOCKED = Prepared(_OUTAGE_COLUMNS.with_for_update())
 _SET_OUTAGE = Prepared(
     update(callback_destinations)
     .where(callback_destinations.c.destination == bindparam("destination"))
@@ -593,11 +619,10 @@ def _outage_of(conn: Connection, name: str, read: Prepared) -> Outage:
     return REACHABLE if found is None else Outage(found["failures"], found["failed_at_ms"], found["probe_at_ms"])
 
 
-def _note_outage(conn: Connection, name: str, outage: Callable[[Outage], Outage]) -> bool:
-    """Sets the destination's outage to ``outage(current)``; whether it changed. Read without a lock first:
-    the attempts of a destination that answers change nothing, and must not queue up on its row (on
-    PostgreSQL), nor make claims skip it."""
-    unlocked = _outage_of(conn, name, _OUTAGE)
+def _note_outage(conn: Connection, name: str, outage: Callable[[Outage], Outage], unlocked: Outage) -> bool:
+    """Sets the destination's outage to ``outage(current)``; whether it changed. ``unlocked`` is the outage
+    as read without a lock: the attempts of a destination that answers change nothing, and must not queue
+    up on its row (on PostgreSQL), nor make claims skip it."""
     if outage(unlocked) == unlocked:
         return False
     _ENSURE.execute(conn, {"destination": name})

@@ -29,10 +29,14 @@ _INSERT_ENTRY = Prepared(
 
 def post(conn: Connection, order: Record, transaction_id: int | None, posting: Posting, now_ms: int) -> None:
     """Writes the posting in the order's mode, and moves the merchant's balance of that mode by what it
-    puts on the balance's accounts."""
+    puts on the balance's accounts. A posting that puts nothing on them (an approved sale's, to ``captured``)
+    leaves the balance's row alone: on PostgreSQL writing it would lock it until the commit, and every sale
+    of the merchant would queue on that one row."""
     if posting:
         _insert(conn, order, transaction_id, None, posting, now_ms)
-        balances.move(conn, _owner(order), *_balance_deltas(posting), now_ms)
+        deltas = _balance_deltas(posting)
+        if any(deltas):
+            balances.move(conn, _owner(order), *deltas, now_ms)
 
 
 def post_if_covered(conn: Connection, order: Record, transaction_id: int, posting: Posting, now_ms: int) -> bool:

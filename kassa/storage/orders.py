@@ -475,26 +475,32 @@ _LOCKED_ORDER_OF = Prepared(
 )
 
 
-def outcome_context(conn: Connection, transaction_id: int) -> tuple[Row, Row | None, Row]:
-    """A transaction with what its callbacks need: the order's card, and a signer row with the endpoint's
-    descriptor and mode and the merchant's control key. Read after the order's lock."""
-    row = _OUTCOME_CONTEXT.one(conn, {"tx_id": transaction_id})
-    return row["t_"], _card_or_none(row["c_"]), row["e_"]
+def locked_outcome_context(conn: Connection, transaction_id: int) -> tuple[Row, Row, Row | None, Row]:
+    """A transaction's order and the transaction, both locked until the end of the database transaction,
+    with what its callbacks need: the order's card, and a signer row with the endpoint's descriptor and mode
+    and the merchant's control key. One statement: on PostgreSQL, a row found changed once its lock is
+    granted is read again as committed (and the join checked again), so the order and the transaction are
+    as the last holder of the lock left them, as if read after it."""
+    row = _LOCKED_OUTCOME_CONTEXT.one(conn, {"tx_id": transaction_id})
+    return row["o_"], row["t_"], _card_or_none(row["c_"]), row["e_"]
 
 
 def _outcome_context() -> Joined:
+    # The order first in the FROM and in the lock list: every writer locks an order before its transactions.
     joined = (
-        _with_order_and_card()
+        orders.join(transactions, transactions.c.order_id == orders.c.id)
+        .outerjoin(cards, cards.c.id == orders.c.card_id)
         .join(endpoints, endpoints.c.id == orders.c.endpoint_id)
         .join(merchants, merchants.c.id == endpoints.c.merchant_id)
     )
-    columns = _labelled((("t_", transactions.c), ("c_", cards.c)))
+    columns = _labelled((("o_", orders.c), ("t_", transactions.c), ("c_", cards.c)))
     columns += [endpoints.c.descriptor.label("e_descriptor"), endpoints.c.mode.label("e_mode")]
     columns.append(merchants.c.control_key_sealed.label("e_control_key_sealed"))
-    return Joined(select(*columns).select_from(joined).where(transactions.c.id == bindparam("tx_id")))
+    query = select(*columns).select_from(joined).where(transactions.c.id == bindparam("tx_id"))
+    return Joined(query.with_for_update(of=[orders, transactions]))
 
 
-_OUTCOME_CONTEXT = _outcome_context()
+_LOCKED_OUTCOME_CONTEXT = _outcome_context()
 
 
 def write_outcome(conn: Connection, transaction_id: int, changes: dict[str, Any], now_ms: int) -> None:

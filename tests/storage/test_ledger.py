@@ -3,12 +3,13 @@ money are two ledgers and two balances, which the check keeps apart."""
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, update
+from sqlalchemy import Connection, select, update
 
 from kassa.domain.ledger import Account
 from kassa.domain.merchants import Mode
 from kassa.storage import balances, ledger, merchants
 from kassa.storage.database import Database
+from kassa.storage.tables import balances as balances_table
 from kassa.storage.tables import ledger_entries, orders
 from tests.support.databases import TEST_VAULT
 
@@ -55,6 +56,24 @@ def test_an_orders_money_moves_the_balance_of_its_own_mode_alone(db: Database) -
     assert db.read_sync(lambda conn: balances.of_merchant(conn, live_merchant)) == [
         balances.Balance("KWD", Mode.LIVE, 20, 0)
     ]
+    assert _mode_and_balance_problems(db) == []
+
+
+def test_a_posting_off_the_balance_accounts_leaves_the_balance_row_unwritten(db: Database) -> None:
+    """An approved sale moves money to ``captured`` only: it must not write (on PostgreSQL: lock until its
+    commit) the one balance row every sale of the merchant would otherwise queue on."""
+
+    def write(conn: Connection) -> int:
+        merchant_id, order = _order(conn)
+        ledger.post(conn, order, None, _SETTLED_10, 0)
+        ledger.post(conn, order, None, [(Account.EXTERNAL, -10), (Account.CAPTURED, 10)], 5)
+        return merchant_id
+
+    merchant_id = db.write_sync(write)
+    written = select(balances_table.c.available, balances_table.c.updated_at_ms)
+    assert db.read_sync(
+        lambda conn: conn.execute(written.where(balances_table.c.merchant_id == merchant_id)).all()
+    ) == [(10, 0)]
     assert _mode_and_balance_problems(db) == []
 
 
