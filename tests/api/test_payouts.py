@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
+from tests.support.balances import available, credit
 from tests.support.cards import pan_ending
 from tests.support.databases import run_sql
 from tests.support.gateway import Gateway, Merchant, cli_run, new_merchant
@@ -34,17 +35,6 @@ BANK = {
 }
 EWALLET = {"ewallet_type": "paypal", "ewallet_wallet": "wallet-7788991"}
 PHONE = {"receiver_phone": "+447911123456", "receiver_bank_id": "GBFPS01", "receiver_name": "Jane Doe"}
-
-
-def credit(m: Merchant, amount: str) -> None:
-    m.gateway.cli(
-        "balance", "credit", "--merchant", m.login, "--currency", m.currency, "--amount", amount, "--reason", "test"
-    )
-
-
-def available(m: Merchant) -> str:
-    shown = m.gateway.cli("balance", "show", "--merchant", m.login)
-    return next((b["available"] for b in shown if b["currency"] == m.currency and b["mode"] == "sandbox"), "none")
 
 
 @pytest.fixture
@@ -298,7 +288,8 @@ def test_an_operators_credit_reaches_the_sandbox_balance_and_never_the_live_one(
 ) -> None:
     merchant = make_merchant()
     live = live_endpoint_of(merchant)
-    credit(merchant, "100.00")
+    merchant.gateway.cli("balance", "credit", "--merchant", merchant.login, "--currency", "USD", "--amount", "100.00",
+                         "--reason", "test")  # fmt: skip
     assert balances_of(merchant) == {"sandbox": "100.00"}
     status = outcome(live, payout(live, CARD, "5.00"))
     assert (status["status"], status["error-code"]) == ("declined", "116")
