@@ -462,10 +462,12 @@ new builds run back to back, three pairs, while other jobs kept the machine at a
   date for the expiry check made once a UTC day (1.06 -> 0.25 µs), the form parsed in one inline loop
   (14.7 -> 8.5 µs for a sale body), the vault's fingerprint from an HMAC keyed once and copied (3.5 ->
   1.6 µs, twice a sale); status converts its stage and type once.
-Sale: 259-276 -> 229-246 µs of CPU a call in process; status: 104-118 -> 101-106 µs (within these runs'
-noise). Over HTTP (`python -m bench --duration 5 --backends sqlite --scenarios core`, old then new, the
-machine busy with other jobs): sale 286 -> 243 µs of server CPU a request (the ceiling's 58 and 61 µs:
-0.20x -> 0.25x), status 224 -> 204 µs (0.26x -> 0.30x). What remains is spread thin: per sale, the
+Sale: 259-276 -> 229-246 µs of CPU a call in process; status: 91-97 -> 86-99 µs, no change beyond the
+noise. Over HTTP (`python -m bench --duration 5 --backends sqlite --scenarios core`, old then new, twice,
+the machine busy with other jobs): sale 286 -> 243 and 267 -> 225 µs of server CPU a request (15% less;
+the ceilings of those runs took 58, 61, 55 and 46 µs), status 224 -> 204 and 170 -> 185 µs. Both
+targets of issue 30 stay out of reach: 0.35x the ceiling allows a sale about 160 µs, 0.55x a status call
+about 100 µs. What remains is spread thin: per sale, the
 writer's five statements (about 45 µs of SQLite's own work with the fsync, measured alone) and their lock
 hand-offs, the shared pipeline, and the new order's construction (two AES-GCM encryptions, two keyed
 fingerprints, the request fingerprint); per status call, the joined read (12-18 µs in `sqlite3` alone
