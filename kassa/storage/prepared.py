@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection
-from sqlalchemy.sql.expression import Executable, Select
+from sqlalchemy.sql.expression import ColumnElement, Executable, Insert, Select
 
 Row = dict[str, Any]
 # A row read by name: a SQLAlchemy RowMapping (keyed by name or column) or a Row from here alike.
@@ -91,6 +91,24 @@ class Prepared:
     def scalar(self, conn: Connection, values: Mapping[str, Any]) -> Any:
         row = self.execute(conn, values).fetchone()
         return None if row is None else row[0]
+
+    def inserted_id(self, conn: Connection, values: Mapping[str, Any]) -> int | None:
+        """The id of the row an ``INSERT`` wrote, None when it wrote none (``ON CONFLICT DO NOTHING``).
+        The statement returns the id where the dialect needs ``RETURNING`` for it (``inserting``); on
+        SQLite it has none and the cursor tells the row it wrote: fetching a returned row is one more step
+        of the statement, and each step lets go of the interpreter lock, which the writer thread must then
+        win back from the busy event loop."""
+        cursor = self.execute(conn, values)
+        if cursor.description is None:
+            return int(cursor.lastrowid) if cursor.rowcount else None
+        row = cursor.fetchone()
+        return None if row is None else int(row[0])
+
+
+def inserting(statement: Insert, returned: ColumnElement[Any], **per_dialect: Insert) -> Prepared:
+    """An ``INSERT`` for ``Prepared.inserted_id``: ``RETURNING returned`` on PostgreSQL, none on SQLite."""
+    postgresql = per_dialect.pop("postgresql", statement)
+    return Prepared(statement, postgresql=postgresql.returning(returned), **per_dialect)
 
 
 class Joined:

@@ -62,7 +62,7 @@ class Vault:
         self._aeads = {version: AESGCM(derive(master, b"aead")) for version, master in keyring.keys.items()}
         self.primary = keyring.primary
         self._header, self._sealing = header(keyring.primary), self._aeads[keyring.primary]
-        self._fingerprint_key = keyring.fingerprint_key
+        self._fingerprinting = hmac.new(keyring.fingerprint_key, digestmod=hashlib.sha256)
 
     @property
     def versions(self) -> tuple[int, ...]:
@@ -91,7 +91,9 @@ class Vault:
 
     def fingerprint(self, value: str) -> str:
         """A keyed digest: equal inputs match, but a stolen database cannot brute-force PANs from it."""
-        return hmac.new(self._fingerprint_key, value.encode(), hashlib.sha256).hexdigest()
+        digest = self._fingerprinting.copy()  # the key's state, computed once: half the cost of hmac.new
+        digest.update(value.encode())
+        return digest.hexdigest()
 
 
 def load_keyring(source: KeySource) -> Keyring:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from urllib.parse import unquote_plus
+from urllib.parse import unquote
 
 from starlette.requests import Request
 from starlette.types import Receive, Scope
@@ -55,11 +55,19 @@ def _too_large() -> FormError:
 
 def form_pairs(body: bytes) -> list[tuple[str, str]]:
     """Every name=value pair in order, decoded but otherwise as sent (duplicates and white space kept:
-    OAuth signs them so)."""
+    OAuth signs them so). What ``parse_qsl(keep_blank_values=True)`` makes of the body, at a third of its
+    cost: most parts need no unquoting at all, and the loop is inline (a call per part cost a sale 4 µs)."""
+    pairs = []
     try:
-        return [_pair(part) for part in body.decode("utf-8").split("&") if part]
+        for part in body.decode("utf-8").split("&"):
+            if part:
+                name, _, value = part.partition("=")
+                if "%" in part or "+" in part:
+                    name, value = _unquote_plus(name), _unquote_plus(value)
+                pairs.append((name, value))
     except (UnicodeDecodeError, ValueError):
         raise FormError("request body is not UTF-8 form data") from None
+    return pairs
 
 
 def parse_form(body: bytes) -> list[tuple[str, str]]:
@@ -67,13 +75,11 @@ def parse_form(body: bytes) -> list[tuple[str, str]]:
     return [(name, value.strip()) for name, value in form_pairs(body)]
 
 
-def _pair(part: str) -> tuple[str, str]:
-    """What ``parse_qsl(keep_blank_values=True)`` makes of one part, at a third of its cost: most parts
-    need no unquoting at all."""
-    name, _, value = part.partition("=")
-    if "%" in part or "+" in part:
-        name, value = unquote_plus(name, errors="strict"), unquote_plus(value, errors="strict")
-    return name, value
+def _unquote_plus(text: str) -> str:
+    """``unquote_plus`` (``replace`` then ``unquote``), skipping what ``text`` does not need."""
+    if "+" in text:
+        text = text.replace("+", " ")
+    return unquote(text, errors="strict") if "%" in text else text
 
 
 async def form_fields(request: Request) -> dict[str, str] | None:

@@ -8,6 +8,7 @@ from kassa.api.handlers.common import card_fields
 from kassa.clock import date_time_text
 from kassa.domain import money
 from kassa.domain.lifecycle import Stage, status_of
+from kassa.domain.merchants import Endpoint
 from kassa.domain.threeds_protocol import Step
 from kassa.domain.transactions import TxType, order_stage, reported, rule
 from kassa.pages.rendering import render_page
@@ -37,10 +38,11 @@ async def status(req: OperationRequest) -> Reply:
         raise ApiError(Code.NOT_FOUND, "no such order for this endpoint")
     asked: str | None = values.get("by-request-sn")
     tx = _reported_transaction(snapshot, asked)
-    reply = _status_fields(req, snapshot, tx)
+    stage = Stage(tx["stage"])
+    reply = _status_fields(req, snapshot, tx, stage)
     if asked:
         reply["by-request-sn"] = req.form["by-request-sn"]  # echoed as sent
-    if Stage(tx["stage"]) in (Stage.THREE_D_METHOD, Stage.THREE_D_VALIDATING):
+    if stage in (Stage.THREE_D_METHOD, Stage.THREE_D_VALIDATING):
         reply.update(await _browser_step(req, tx))
     if rule(TxType(snapshot.order["tx_type"])).reads_destination(has_card=snapshot.card is not None):
         reply.update(await _destination_fields(req, snapshot.order["id"]))
@@ -94,19 +96,18 @@ def _reported_transaction(snapshot: OrderSnapshot, serial: str | None) -> Record
     raise ApiError(Code.NOT_FOUND, "no transaction with that by-request-sn in this order")
 
 
-def _status_fields(req: OperationRequest, snapshot: OrderSnapshot, tx: Record) -> Reply:
+def _status_fields(req: OperationRequest, snapshot: OrderSnapshot, tx: Record, stage: Stage) -> Reply:
     order, card = snapshot.order, snapshot.card
     state = snapshot.state()
-    stage = Stage(tx["stage"])
+    tx_type = TxType(tx["tx_type"])
     cur = money.currency(tx["currency"])
-    endpoint = next((e for e in (req.endpoint, *req.endpoint.members) if e.id == order["endpoint_id"]), req.endpoint)
     reply: Reply = {
         "serial-number": req.serial,
         "status": status_of(stage).value,
         "merchant-order-id": order["client_orderid"],
         "paynet-order-id": str(order["id"]),
-        "transaction-type": reported(TxType(tx["tx_type"])),
-        "order-stage": order_stage(TxType(tx["tx_type"]), stage),
+        "transaction-type": reported(tx_type),
+        "order-stage": order_stage(tx_type, stage),
         "amount": money.format_amount(tx["amount"], cur),
         "currency": cur.code,
         "end-point-id": str(order["endpoint_id"]),
@@ -117,16 +118,26 @@ def _status_fields(req: OperationRequest, snapshot: OrderSnapshot, tx: Record) -
     }
     if card is not None:
         reply.update(card_fields(card))
-    optional = {
-        "descriptor": endpoint.descriptor,
-        "card-ref-id": order["card_ref_id"] and str(order["card_ref_id"]),
-        "recurring-payment-id": order["recurring_payment_id"] and str(order["recurring_payment_id"]),
-        "email": order["email"],
-        "approval-code": tx["approval_code"],
-        "processor-rrn": tx["processor_rrn"],
-        "processor-tx-id": tx["processor_tx_id"],
-        "error-message": tx["error_message"],
-        "error-code": tx["error_code"],
-    }
-    reply.update({name: value for name, value in optional.items() if value})
+    optional = (
+        ("descriptor", _order_endpoint(req, order["endpoint_id"]).descriptor),
+        ("card-ref-id", order["card_ref_id"] and str(order["card_ref_id"])),
+        ("recurring-payment-id", order["recurring_payment_id"] and str(order["recurring_payment_id"])),
+        ("email", order["email"]),
+        ("approval-code", tx["approval_code"]),
+        ("processor-rrn", tx["processor_rrn"]),
+        ("processor-tx-id", tx["processor_tx_id"]),
+        ("error-message", tx["error_message"]),
+        ("error-code", tx["error_code"]),
+    )
+    for name, value in optional:
+        if value:
+            reply[name] = value
     return reply
+
+
+def _order_endpoint(req: OperationRequest, endpoint_id: int) -> Endpoint:
+    """The endpoint the order was made on: the one addressed, or the group's member."""
+    addressed = req.endpoint
+    if addressed.id == endpoint_id:
+        return addressed
+    return next((e for e in addressed.members if e.id == endpoint_id), addressed)
