@@ -10,10 +10,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench import claims, logcost, metricscost, peer, postgres, probe, report
+from bench import claims, isolation, logcost, metricscost, overload, peer, postgres, probe, report
 from bench.load import LoadResult, LoadSpec
 from bench.pyload import run_pyload
-from bench.scenarios import BACKENDS, SCENARIOS, Bench, Generator, Options, say
+from bench.scenarios import BACKENDS, SCENARIOS, Bench, Generator, Options, Row, say
 from bench.wrk import ensure_wrk, run_wrk, write_script
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
@@ -35,8 +35,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--scenarios",
         default=",".join(SCENARIOS),
-        help="comma-separated, of: core (sale, payout, status), peer, e2e, bulk, scale, oauth, claims "
-        "(default all; the ceiling always runs)",
+        help="comma-separated, of: core (sale, payout, status), peer, e2e, bulk, scale, oauth, claims, overload,"
+        " isolation (default all; the ceiling always runs)",
     )
     parser.add_argument("--e2e-rate", type=float, default=1000, help="end to end: sales per second (default 1000)")
     parser.add_argument("--e2e-duration", type=float, default=60, help="end to end: seconds of load (default 60)")
@@ -45,6 +45,24 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         type=float,
         default=200,
         help="end to end: PostgreSQL runs again at this rate, one it keeps up with here (default 200; 0: no)",
+    )
+    parser.add_argument(
+        "--e2e-high-rate",
+        type=float,
+        default=1500,
+        help="end to end: SQLite runs again at this rate, held to the same target (default 1500; 0: no)",
+    )
+    parser.add_argument(
+        "--overload-seconds", type=float, default=60, help="overload: seconds of the burst at twice the capacity"
+    )
+    parser.add_argument(
+        "--isolation-queued",
+        type=int,
+        default=100_000,
+        help="isolation: callbacks of another merchant queued to a dead receiver (default 100,000)",
+    )
+    parser.add_argument(
+        "--isolation-rate", type=float, default=200, help="isolation: the healthy merchant's sales/s (default 200)"
     )
     parser.add_argument(
         "--e2e-grace", type=float, default=30, help="end to end: seconds to wait for the last callbacks (default 30)"
@@ -91,6 +109,7 @@ def options(args: argparse.Namespace) -> Options:
         e2e_duration=min(args.e2e_duration, 5) if args.quick else args.e2e_duration,
         e2e_grace=args.e2e_grace,
         e2e_sustained_rate=args.e2e_sustained_rate,
+        e2e_high_rate=args.e2e_high_rate,
         small_orders=args.small_orders,
         big_orders=min(args.big_orders, 100_000) if args.quick else args.big_orders,
     )
@@ -115,9 +134,20 @@ def settings_text(o: Options) -> str:
         f"Settings: {o.duration:g} s measured per scenario after a {o.warmup:g} s warm-up, {o.connections} "
         f"connections, {o.seed_orders} orders polled by the status runs, {pinning}. End to end: "
         f"{o.e2e_rate:,.0f} sales/s for {o.e2e_duration:g} s, {o.e2e_grace:g} s grace for callbacks"
+        f"{f' (SQLite also at {o.e2e_high_rate:,.0f}/s)' if o.e2e_high_rate else ''}"
         f"{f' (PostgreSQL also at {o.e2e_sustained_rate:,.0f}/s)' if o.e2e_sustained_rate else ''}. Bulk: "
         f"{o.small_orders:,} then {o.big_orders:,} stored orders. Scenarios: {', '.join(o.scenarios)}."
     )
+
+
+def _overload(backend: str, args: argparse.Namespace) -> Row:
+    """``python -m bench.overload`` on ``backend`` with its defaults, but the burst's length (10 s at most
+    with ``--quick``)."""
+    seconds = min(args.overload_seconds, 10) if args.quick else args.overload_seconds
+    say(f"overload on {backend}: twice the capacity for {seconds:g} s")
+    given = overload.parse_args(["--backend", backend, "--seconds", str(seconds)])
+    with tempfile.TemporaryDirectory(prefix="kassa-overload-") as tmp:
+        return overload.row(overload.measure(given, Path(tmp)), given.after)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -131,6 +161,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "claims" in opts.scenarios:
         say("claims: callback and job claims with 0 to 1M rows queued that they cannot take")
         rows += [row for backend in opts.backends for row in claims.measure(backend, claims.backlogs(args.quick))]
+    if "overload" in opts.scenarios:
+        rows += [_overload(backend, args) for backend in opts.backends]
+    if "isolation" in opts.scenarios:
+        for backend in opts.backends:
+            spec = isolation.Spec(args.isolation_queued, args.isolation_rate, opts.e2e_duration, opts.e2e_grace)
+            rows += isolation.measure(backend, spec, opts.connections)
     bench.facts.append(logcost.in_own_process(opts.server_core))
     bench.facts.append(metricscost.note(opts.server_core))
     bench.facts.append(f"the whole bench took {(time.monotonic() - started) / 60:.1f} minutes")

@@ -37,9 +37,11 @@ from pathlib import Path
 from bench import probe
 from bench.bodies import MerchantKeys, callback_sale_bodies, write_lines
 from bench.endtoend import ENV, CallbackReceiver, percentile
+from bench.load import LoadResult
 from bench.openloop import MARK, due_offsets
 from bench.postgres import fresh_database
-from bench.scenarios import bootstrap_merchant, say
+from bench.probe import CpuUse
+from bench.scenarios import Row, bootstrap_merchant, say
 from bench.server import PREFIX, KassaDeployment, Server, pinned
 
 HEALTHY_P99_MS = 50.0
@@ -198,42 +200,105 @@ def table(run_: Run, phases: Sequence[Phase]) -> tuple[list[str], float]:
     return lines, before_p99
 
 
+@dataclass(frozen=True)
+class Outcome:
+    backend: str
+    capacity: float
+    given: bool  # the capacity was given, not measured
+    phases: list[Phase]
+    run: Run
+    episodes: int  # of load shedding, from the server's log
+    normal_ms: float
+    recovered_s: float | None
+    window_p99s: list[float | None]
+
+    @property
+    def accepted(self) -> list[Request]:
+        return [r for r in self.run.requests if r.status == 200]
+
+    @property
+    def lost(self) -> int:
+        return sum(1 for r in self.accepted if r.latency_ms is None)
+
+    @property
+    def refused(self) -> int:
+        return sum(1 for r in self.run.requests if r.status == 503)
+
+
+def measure(args: argparse.Namespace, work_dir: Path) -> Outcome:
+    """The capacity (measured unless given), then the burst between its calmer phases, on ``args.backend``."""
+    measured = args.capacity or capacity(args, work_dir)
+    say(f"capacity {measured:,.0f} sales/s; the burst offers {2 * measured:,.0f}/s for {args.seconds:g} s")
+    phases = [
+        Phase("before", measured / 2, args.before),
+        Phase("burst", 2 * measured, args.seconds),
+        Phase("after", measured / 2, args.after),
+    ]
+    with gateway(args.backend, work_dir, f"overload-{args.backend}") as (server, merchant):
+        outcome = run(server, merchant, work_dir, phases, args)
+        episodes = server.log_path.read_text().count("load shedding started")
+    _lines, before_p99 = table(outcome, phases)
+    normal = max(NORMAL_FACTOR * before_p99, HEALTHY_P99_MS)
+    recovered, p99s = recovery(outcome.requests, outcome.burst_end, args.after, normal)
+    return Outcome(args.backend, measured, bool(args.capacity), phases, outcome, episodes, normal, recovered, p99s)
+
+
+def summary(o: Outcome, after_s: float) -> list[str]:
+    """What the table does not show: whether every accepted sale was called back, and the recovery."""
+    shown = ", ".join("-" if p99 is None else f"{p99:,.0f}" for p99 in o.window_p99s[:12])
+    when = f"{o.recovered_s:g} s" if o.recovered_s is not None else f"not within {after_s:g} s"
+    return [
+        f"accepted sales: {len(o.accepted):,}, all called back: {'yes' if not o.lost else f'no, {o.lost:,} lost'}"
+        f" (waited {o.run.waited_s:.1f} s after the load; {o.run.socket_errors} socket errors)",
+        f"the server's log: {o.episodes} episode(s) of load shedding",
+        f"load average of the machine at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}",
+        f"recovery: {when} after the burst until a 1-second window's p99 is at most {o.normal_ms:,.0f} ms"
+        f" (1.5x the p99 before, at least {HEALTHY_P99_MS:.0f} ms); p99 of the windows after it, ms"
+        f" (-: none accepted): {shown}",
+    ]
+
+
+def row(o: Outcome, after_s: float) -> Row:
+    """The burst as a row of ``python -m bench``: accepted/s and the p50 and p99 to callback of its accepted
+    sales; the lost, the refused and the recovery beside them; the phases' table among the notes."""
+    burst = [r for r in o.run.requests if r.phase == "burst"]
+    latencies = sorted(r.latency_ms for r in burst if r.latency_ms is not None)
+    seconds = o.phases[1].seconds
+    accepted = sum(1 for r in burst if r.status == 200)
+    result = LoadResult(  # requests: the accepted, so that the rate is theirs
+        requests=accepted,
+        duration_s=seconds,
+        p50_ms=percentile(latencies, 0.50),
+        p99_ms=percentile(latencies, 0.99),
+        p999_ms=percentile(latencies, 0.999),
+        non_200=sum(1 for r in burst if r.status != 200),
+        socket_errors=o.run.socket_errors,
+        sent=len(burst),
+        wraps=0,
+        first_error="HTTP 503 (refused)" if o.refused else "",
+        generator="open-loop",
+        generator_cpu=0.0,
+    )
+    name = f"overload: 2x capacity ({2 * o.capacity:,.0f}/s for {seconds:g} s), {o.backend}"
+    lines, _ = table(o.run, o.phases)
+    facts = tuple(f"{name}: {line}" for line in (*lines, *summary(o, after_s)))
+    return Row(
+        name, result, 0, 0.0, CpuUse(0.0, 0.0, 0.0), kind="overload", backend=o.backend, lost=o.lost,
+        facts=facts, refused=o.refused, recovery_s=o.recovered_s,
+    )  # fmt: skip
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     with tempfile.TemporaryDirectory(prefix="kassa-overload-") as tmp:
-        work_dir = Path(tmp)
-        measured = args.capacity or capacity(args, work_dir)
-        say(f"capacity {measured:,.0f} sales/s; the burst offers {2 * measured:,.0f}/s for {args.seconds:g} s")
-        phases = [
-            Phase("before", measured / 2, args.before),
-            Phase("burst", 2 * measured, args.seconds),
-            Phase("after", measured / 2, args.after),
-        ]
-        with gateway(args.backend, work_dir, "overload") as (server, merchant):
-            outcome = run(server, merchant, work_dir, phases, args)
-            episodes = server.log_path.read_text().count("load shedding started")
-    lines, before_p99 = table(outcome, phases)
-    normal = max(NORMAL_FACTOR * before_p99, HEALTHY_P99_MS)
-    recovered, p99s = recovery(outcome.requests, outcome.burst_end, args.after, normal)
-    accepted = [r for r in outcome.requests if r.status == 200]
-    lost = sum(1 for r in accepted if r.latency_ms is None)
-    print(f"Overload on {args.backend}: capacity {measured:,.0f} sales/s ({'given' if args.capacity else 'measured'})")
+        o = measure(args, Path(tmp))
+    lines, _ = table(o.run, o.phases)
+    print(f"Overload on {args.backend}: capacity {o.capacity:,.0f} sales/s ({'given' if o.given else 'measured'})")
     print()
     print("\n".join(lines))
     print()
-    print(
-        f"- accepted sales: {len(accepted):,}, all called back: {'yes' if not lost else f'no, {lost:,} lost'}"
-        f" (waited {outcome.waited_s:.1f} s after the load; {outcome.socket_errors} socket errors)"
-    )
-    shown = ", ".join("-" if p99 is None else f"{p99:,.0f}" for p99 in p99s[:12])
-    when = f"{recovered:g} s" if recovered is not None else f"not within {args.after:g} s"
-    print(f"- the server's log: {episodes} episode(s) of load shedding")
-    print(f"- load average of the machine at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
-    print(
-        f"- recovery: {when} after the burst until a 1-second window's p99 is at most {normal:,.0f} ms"
-        f" (1.5x the p99 before, at least {HEALTHY_P99_MS:.0f} ms); p99 of the windows after it, ms"
-        f" (-: none accepted): {shown}"
-    )
+    for line in summary(o, args.after):
+        print(f"- {line}")
     return 0
 
 

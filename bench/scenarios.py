@@ -45,7 +45,8 @@ from bench.stages import SUMMARY
 
 Generator = Callable[[LoadSpec], LoadResult]
 BACKENDS = ("sqlite", "postgresql")
-SCENARIOS = ("core", "peer", "e2e", "bulk", "scale", "oauth", "claims")  # claims: bench/claims.py, run by main
+# claims (bench/claims.py), overload (bench/overload.py) and isolation (bench/isolation.py): run by main
+SCENARIOS = ("core", "peer", "e2e", "bulk", "scale", "oauth", "claims", "overload", "isolation")
 T = TypeVar("T")
 BODY_MARGIN = 1000
 QUIET = 0.15
@@ -79,6 +80,7 @@ class Options:
     e2e_duration: float = 60
     e2e_grace: float = 30
     e2e_sustained_rate: float = 200  # PostgreSQL again, at a rate this machine keeps up with
+    e2e_high_rate: float = 1500  # SQLite again, at a rate above the target's
     small_orders: int = 10_000
     big_orders: int = 10_000_000
 
@@ -99,6 +101,8 @@ class Row:
     rss_each_kib: tuple[int, ...] = ()
     lost: int | None = None
     facts: tuple[str, ...] = ()
+    refused: int = 0  # overload: sales refused with 503
+    recovery_s: float | None = None  # overload: seconds after the burst until the p99 was normal; None: never
 
 
 def say(message: str) -> None:
@@ -377,17 +381,18 @@ class Bench:
             spec = dataclasses.replace(self.spec(server, "/v1/charges", bodies, o.duration), headers=headers)
             return self.measure("peer: localstripe charges", server, spec, kind="peer")
 
-    def endtoend(self, backend: str, rate: float | None = None) -> Row:
-        """End to end at the target rate, or at ``rate`` (a row of kind ``e2e-sustained``: latency below
-        overload, for a backend that cannot keep up with the target rate here)."""
+    def endtoend(self, backend: str, rate: float | None = None, kind: str = "e2e-sustained") -> Row:
+        """End to end at the target rate, or at ``rate``: a row of ``kind``, ``e2e`` (held to the target) or
+        ``e2e-sustained`` (latency below overload, for a backend that cannot keep up with the target rate)."""
         o = self.options
         offered = rate or o.e2e_rate
         name = f"end to end at {offered:,.0f}/s, {backend}"
         say(f"{name}: {o.e2e_duration:g} s, then up to {o.e2e_grace:g} s for the last callbacks")
         spec = EndToEndSpec(offered, o.e2e_duration, o.e2e_grace, o.connections, o.load_core)
+        place = f"e2e-{backend}-{offered:.0f}"
         with (
-            self.deployment(backend, f"e2e-{backend}") as (deployment, merchant),
-            deployment.server(o.server_core, f"e2e-{backend}") as server,
+            self.deployment(backend, place) as (deployment, merchant),
+            deployment.server(o.server_core, place) as server,
         ):
             receiver = CallbackReceiver(self.work_dir, o.load_core)
             self.wait_for_quiet(name, server)
@@ -415,7 +420,7 @@ class Bench:
                 server.rss_kib(),
                 share,
                 CpuUse.between(start, end, load_cpu),
-                kind="e2e" if rate is None else "e2e-sustained",
+                kind="e2e" if rate is None else kind,
                 backend=backend,
                 lost=outcome.lost,
                 facts=facts,
@@ -483,6 +488,8 @@ class Bench:
         if "e2e" in o.scenarios:
             rows += [self.endtoend(backend) for backend in o.backends]
             self.facts += [stage_profile(backend) for backend in o.backends]
+            if "sqlite" in o.backends and o.e2e_high_rate:
+                rows.append(self.endtoend("sqlite", o.e2e_high_rate, kind="e2e"))
             if "postgresql" in o.backends and o.e2e_sustained_rate:
                 rows.append(self.endtoend("postgresql", o.e2e_sustained_rate))
         if "bulk" in o.scenarios:

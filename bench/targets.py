@@ -18,6 +18,8 @@ RSS_MIB = 150.0
 OAUTH_ADDS_US = 100.0
 CONSOLE_SEARCH_P99_MS = 100.0
 CLAIM_FLAT_FACTOR = 1.5  # a claim's median with a backlog against the same claim's with none
+OVERLOAD_RECOVERY_S = 10.0  # after a burst at twice the capacity, until the p99 is back to normal
+ISOLATION_FACTOR = 1.5  # a healthy merchant's p99 to callback beside a dead receiver's backlog, against none
 # Each OAuth row against the control-signed row of the same server that does the same work.
 OAUTH_REFERENCES = {"oauth-hmac": "oauth-none", "oauth-rsa": "oauth-none", "cardref-v4": "cardref-v2"}
 
@@ -98,6 +100,12 @@ def cell(row: Row, rows: Sequence[Row]) -> str:
         return f"p99 <= {CONSOLE_SEARCH_P99_MS:.0f} ms: {row.result.p99_ms:,.1f} ms, {_met(ok)}"
     if row.kind.startswith("claim-"):
         return _claim_cell(row, rows)
+    if row.kind == "overload":
+        return _overload_cell(row)
+    if row.kind == "isolation-none":
+        return "reference of the next rows"
+    if row.kind.startswith("isolation-"):
+        return _isolation_cell(row, rows)
     if row.kind == "oauth-none":
         return "reference of the two OAuth rows refused at their first field"
     if row.kind == "cardref-v2":
@@ -228,6 +236,26 @@ def _scale_limit(rows: Sequence[Row]) -> list[str]:
         f" the one-process rate, so {SCALE_FACTOR}x needs {SCALE_FACTOR * per_sale * one.result.rps:.1f} cores"
         " at that cost"
     ]
+
+
+def _overload_cell(row: Row) -> str:
+    """Every accepted sale called back, the refusals counted, and the p99 normal again soon after."""
+    recovered = row.recovery_s is not None and row.recovery_s <= OVERLOAD_RECOVERY_S
+    when = "never" if row.recovery_s is None else f"{row.recovery_s:g} s"
+    return (
+        f"0 lost, recovery <= {OVERLOAD_RECOVERY_S:g} s: {row.lost:,} lost, {row.refused:,} refused,"
+        f" recovered in {when}, {_met(row.lost == 0 and recovered)}"
+    )
+
+
+def _isolation_cell(row: Row, rows: Sequence[Row]) -> str:
+    """The healthy merchant's p99 to callback against the same run with nothing queued."""
+    alone = _find(rows, "isolation-none", row.backend)
+    if alone is None or not alone.result.p99_ms:
+        return ""
+    ratio = row.result.p99_ms / alone.result.p99_ms
+    ok = ratio <= ISOLATION_FACTOR and row.lost == 0
+    return f"p99 <= {ISOLATION_FACTOR}x none queued, 0 lost: {ratio:.2f}x, {row.lost:,} lost, {_met(ok)}"
 
 
 def _claim_cell(row: Row, rows: Sequence[Row]) -> str:
