@@ -8,9 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, bindparam, func, select
+from sqlalchemy import Connection, bindparam, func, literal, select
 
+from kassa.storage.jobs import JobKind
 from kassa.storage.tables import callback_destinations, callbacks, jobs
+
+# A scrape counts pending callbacks, and the jobs of each kind, up to this many and reads more as this
+# many: counting a receiver's week-long outage (a million callbacks) took 0.4-0.9 s of a scrape, every
+# 15 s, and the alerts that matter fire on the oldest due age, far below the cap.
+COUNTED_UP_TO = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,16 +31,26 @@ class QueueFigures:
     callbacks: Queue
 
 
-def read(conn: Connection, now_ms: int) -> QueueFigures:
-    by_kind = conn.execute(select(jobs.c.kind, func.count(), func.min(jobs.c.run_at_ms)).group_by(jobs.c.kind)).all()
-    pending = conn.execute(select(func.count()).where(callbacks.c.state == "pending")).scalar_one()
+def read(conn: Connection, now_ms: int, *, counted_up_to: int = COUNTED_UP_TO) -> QueueFigures:
+    by_kind = {kind: _jobs_of(conn, kind, counted_up_to) for kind in JobKind}
+    some_pending = select(literal(1)).where(callbacks.c.state == "pending").limit(counted_up_to).subquery()
+    pending = conn.execute(select(func.count()).select_from(some_pending)).scalar_one()
     heads = callback_destinations.c
     first, retry = conn.execute(select(func.min(heads.first_at_ms), func.min(heads.retry_at_ms))).one()
     callback_due = min((at for at in (first, retry) if at is not None), default=None)
     return QueueFigures(
-        {kind: Queue(count, _age(first_due, now_ms)) for kind, count, first_due in by_kind},
+        {kind.value: Queue(count, _age(first_due, now_ms)) for kind, (count, first_due) in by_kind.items() if count},
         Queue(pending, _age(callback_due, now_ms)),
     )
+
+
+def _jobs_of(conn: Connection, kind: JobKind, counted_up_to: int) -> tuple[int, int | None]:
+    """How many jobs of ``kind`` wait (up to ``counted_up_to``) and the due time of the first, by
+    ``ix_jobs_kind_run_at``."""
+    some = select(literal(1)).where(jobs.c.kind == kind.value).limit(counted_up_to).subquery()
+    count = conn.execute(select(func.count()).select_from(some)).scalar_one()
+    first = select(jobs.c.run_at_ms).where(jobs.c.kind == kind.value).order_by(jobs.c.run_at_ms).limit(1)
+    return count, conn.execute(first).scalar() if count else None
 
 
 def _age(first_due_ms: int | None, now_ms: int) -> int:

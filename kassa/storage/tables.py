@@ -243,6 +243,7 @@ jobs = Table(
     Column("attempts", Integer, nullable=False, default=0),
     Column("created_at_ms", BigInteger, nullable=False),
     Index("ix_jobs_run_at", "run_at_ms"),
+    Index("ix_jobs_kind_run_at", "kind", "run_at_ms"),  # the queue figures of a scrape, per kind
     sqlite_autoincrement=True,
 )
 

@@ -250,3 +250,9 @@ def test_callbacks_behind_a_destination_that_is_down_count_as_pending_but_due_on
     assert (waiting.waiting, waiting.oldest_due_age_ms) == (5, 0)  # the dispatcher is not behind
     late = db.read_sync(lambda conn: queue_figures.read(conn, probe_at + 2_000).callbacks)
     assert (late.waiting, late.oldest_due_age_ms) == (5, 2_000)
+
+
+def test_pending_callbacks_are_counted_up_to_the_cap_a_scrape_reads_and_past_it_read_as_the_cap(db: Database) -> None:
+    _backlog(db, "http://down.example/cb", 5)
+    assert db.read_sync(lambda conn: queue_figures.read(conn, NOW).callbacks.waiting) == 5
+    assert db.read_sync(lambda conn: queue_figures.read(conn, NOW, counted_up_to=3).callbacks.waiting) == 3
