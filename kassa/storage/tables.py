@@ -243,6 +243,13 @@ jobs = Table(
     Column("attempts", Integer, nullable=False, default=0),
     Column("created_at_ms", BigInteger, nullable=False),
     Index("ix_jobs_run_at", "run_at_ms"),
+    # Leased rows only: when the next lease runs out, for an idle worker's sleep (migration 0020).
+    Index(
+        "ix_jobs_leased",
+        "lease_until_ms",
+        sqlite_where=text("lease_until_ms IS NOT NULL"),
+        postgresql_where=text("lease_until_ms IS NOT NULL"),
+    ),
     sqlite_autoincrement=True,
 )
 
