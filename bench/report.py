@@ -738,10 +738,10 @@ of its own since prometheus-client picks its storage at import: 1.3 µs a reques
 (values in memory), 3.2-3.4 µs with `--processes N` (values in memory-mapped files, each increment a
 write to the mapping under a lock), against a target of 5 µs and about 160 µs a sale. Outcomes and
 callback attempts are counted by the workers after their commit, off the request path; queue depths
-and pending callbacks are read from the database at scrape time, from counts that triggers keep in the
-transactions that write the rows (`queue_counts`, migration 0020): about 7 µs of SQLite's writer per
-counted change, 4 a sale (a job written and deleted, a callback written and delivered), and 50 µs of
-PostgreSQL's CPU per change on this machine, against 0.4-0.9 s a scrape at 1M queued before.
+and pending callbacks are read from the database at scrape time, counted by index up to 10,000
+(`storage.queue_figures`, `ix_jobs_kind_run_at`, migration 0020), past which a count reads 10,000: a
+scrape costs the same at any backlog (2.9 ms on SQLite, 7.1 ms on PostgreSQL with 200,000 callbacks and
+200,000 jobs queued), against 0.4-0.9 s at 1M queued when every row was counted.
 
 ## Overload (2026-11-26, issue 30)
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import datetime
 import time
+from collections.abc import Callable
 
 _offset_ms = 0
+_on_move: set[Callable[[], None]] = set()  # sleepers until a due time, woken when the clock moves
 
 
 def now_ms() -> int:
@@ -40,7 +42,16 @@ def advance(ms: int) -> int:
     if ms < 0:
         raise ValueError("the clock only moves forward")
     _offset_ms += ms
+    for wake in list(_on_move):
+        wake()
     return now_ms()
+
+
+def wake_on_move(wake: Callable[[], None]) -> Callable[[], None]:
+    """Calls ``wake`` whenever ``advance`` moves the clock (a loop sleeping until a due time computed on
+    this clock must look again); returns what stops it. Called where ``advance`` is: on the event loop."""
+    _on_move.add(wake)
+    return lambda: _on_move.discard(wake)
 
 
 def date_time_text(ms: int) -> str:

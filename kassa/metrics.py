@@ -58,6 +58,12 @@ DB_CONNECTIONS_IN_USE: Final = Gauge(
     multiprocess_mode="livesum",
 )
 
+QUEUE_CLAIMS: Final = Counter(
+    "kassa_queue_claims",
+    "Claims of queued work (a database transaction each), by consumer: worker (jobs), callbacks. Flat while idle.",
+    ("consumer",),
+)
+
 REFUSED: Final = Counter(
     "kassa_refused_requests",
     "Requests refused before their body was read, by reason: overload (503), address_rate, merchant_rate (429).",
@@ -112,6 +118,10 @@ def refused(reason: str) -> None:
 def callback_attempt(*, delivered: bool, retried: bool, seconds: float) -> None:
     CALLBACK_ATTEMPTS.labels("delivered" if delivered else "retry" if retried else "failed").inc()
     CALLBACK_SECONDS.observe(seconds)
+
+
+def claimed(consumer: str) -> None:
+    QUEUE_CLAIMS.labels(consumer).inc()
 
 
 def multiprocess() -> bool:

@@ -14,6 +14,7 @@ from typing import Any
 from kassa import crashpoints, metrics
 from kassa.domain.merchants import Endpoint
 from kassa.domain.recurring import Retries
+from kassa.engine import signals
 from kassa.engine.callbacks import CallbackConfig, CallbackDispatcher
 from kassa.engine.overload import LoadShedder
 from kassa.engine.polling import Consumer
@@ -140,6 +141,7 @@ def build_services(settings: Settings, worker_count: int) -> Services:
         settings.session_ttl_seconds,
         settings.job_max_attempts,
         settings.job_retry_delay,
+        settings.idle_claim_interval,
     )
     directory = EndpointDirectory(db, vault, settings.endpoint_cache_seconds, live=not settings.test_clock)
     limits = Limits.from_settings(settings)
@@ -173,6 +175,7 @@ def _callback_config(settings: Settings) -> CallbackConfig:
         lease_seconds=settings.callback_timeout + 5,  # an attempt never outlives its timeout
         concurrency=settings.callback_concurrency,
         limits=DeliveryLimits(settings.callback_per_host, settings.callback_per_merchant),
+        idle_claim_interval=settings.idle_claim_interval,
     )
 
 
@@ -202,7 +205,12 @@ async def run_workers(services: Services, stop: asyncio.Event) -> None:
             loops.append(background.run(stop))
     services.background = [asyncio.create_task(loop) for loop in loops]
     sampler = asyncio.create_task(_sample_figures(services, stop))
+    consumers = _consumers(services)
+    settings = services.settings
+    watcher = asyncio.create_task(signals.watch(settings.database_url, settings.poll_interval, consumers))
     await stop.wait()
+    watcher.cancel()  # stopping: nothing more is claimed
+    await asyncio.gather(watcher, return_exceptions=True)
     services.begin_stopping()
     _, cut_off = await asyncio.wait([*services.background, sampler], timeout=services.grace_left())
     for task in cut_off:
@@ -213,11 +221,15 @@ async def run_workers(services: Services, stop: asyncio.Event) -> None:
     await _hand_back(services)
 
 
-async def _hand_back(services: Services) -> None:
+def _consumers(services: Services) -> list[Consumer]:
     consumers: list[Consumer] = [*services.workers]
     if services.dispatcher is not None:
         consumers.append(services.dispatcher)
-    for consumer in consumers:
+    return consumers
+
+
+async def _hand_back(services: Services) -> None:
+    for consumer in _consumers(services):
         try:
             released = await services.db.write(consumer.hand_back)
         except Exception:  # the leases run out instead

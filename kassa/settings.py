@@ -330,7 +330,14 @@ class Settings:
         "KASSA_POLL_INTERVAL",
         "0.2",
         _SECONDS,
-        "seconds between queue polls when idle (new jobs of the same process wake workers at once)",
+        "seconds between queue claims while work is due and not taken; also how often SQLite's -wal file is"
+        " checked for other processes' writes",
+    )
+    idle_claim_interval: float = setting(
+        "KASSA_IDLE_CLAIM_INTERVAL",
+        "5",
+        _SECONDS,
+        "the longest an idle worker or callback dispatcher goes without a claim: the net under a missed signal",
     )
     job_lease_seconds: float = setting(
         "KASSA_JOB_LEASE_SECONDS", "30", _SECONDS, "a job claimed by a worker that died runs again after this"

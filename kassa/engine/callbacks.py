@@ -43,6 +43,7 @@ class CallbackConfig:
     lease_seconds: float
     concurrency: int  # callbacks in flight in this process, at most
     limits: DeliveryLimits  # in flight per destination and per merchant, across processes
+    idle_claim_interval: float = 5.0  # the longest an idle dispatcher goes without a claim
 
     @property
     def schedule(self) -> RetrySchedule:
@@ -57,7 +58,8 @@ class CallbackDispatcher(Consumer):
     not other receivers' callbacks."""
 
     def __init__(self, db: Database, vault: Vault, config: CallbackConfig) -> None:
-        super().__init__(db, config.poll_interval, "callbacks", config.lease_seconds, config.concurrency)
+        intervals = (config.poll_interval, config.idle_claim_interval)
+        super().__init__(db, intervals, "callbacks", config.lease_seconds, config.concurrency)
         self.config = config
         self._vault = vault
         self._courier: Courier | None = None
@@ -87,23 +89,28 @@ class CallbackDispatcher(Consumer):
     def hand_back(self, conn: Connection) -> int:
         return store.release(conn, self.owner)
 
+    def next_due(self, conn: Connection) -> int | None:
+        return store.next_due(conn)
+
     def _claim(self, conn: Connection, room: int) -> list[Due]:
         return store.claim(conn, self.owner, now_ms(), self.lease_ms, room, self.config.limits)
 
     async def _deliver(self, sender: Courier, due: Due, *, claimed: bool) -> None:
         keys = (("destination", due.destination), ("merchant", due.merchant_id))
         self._flying.update(keys)
+        retried = True  # unless told otherwise: a claim sees what the attempt left
         try:
-            await self._attempt(sender, due)
+            retried = await self._attempt(sender, due)
         finally:
             limited = self._limited(due) or self.in_hand >= self.capacity
             self._flying.subtract(keys)
             for key in keys:
                 if self._flying[key] <= 0:
                     del self._flying[key]
-            if claimed or limited or self._recheck:
+            if claimed or limited or retried or self._recheck:
                 # Room freed where a claim may have left callbacks behind, or a later callback of the same
-                # order and URL may have waited on this one: look now rather than at the next poll.
+                # order and URL may have waited on this one, or a retry was queued whose due time the
+                # sleeping loop does not know: look now rather than at the next poll.
                 self._recheck = False
                 self.wake()
 
@@ -114,7 +121,8 @@ class CallbackDispatcher(Consumer):
             or self._flying["merchant", due.merchant_id] >= limits.per_merchant
         )
 
-    async def _attempt(self, sender: Courier, due: Due) -> None:
+    async def _attempt(self, sender: Courier, due: Due) -> bool:
+        """One attempt, recorded; whether it queued a retry."""
         # The key is opened for this attempt only (a few µs, next to an HTTP request): kept in clear
         # nowhere but in the endpoint cache, which the API needs for every request.
         key = self._vault.decrypt(due.control_key_sealed, control_key_context(due.merchant_id))
@@ -140,6 +148,7 @@ class CallbackDispatcher(Consumer):
                 "error": attempt.error,
             },
         )
+        return retry_at is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,6 +51,7 @@ class WorkerConfig:
     session_ttl_seconds: float
     max_attempts: int  # a job that failed this often records an ``error`` outcome
     retry_delay_seconds: float  # before a failed job's first retry; each further one waits twice as long
+    idle_claim_interval: float = 5.0  # the longest an idle worker goes without a claim
 
 
 # A deadline rather than work for the processor: a state change of its own, run once the job is fenced.
@@ -67,7 +68,7 @@ class Worker(Consumer):
         config: WorkerConfig,
         callbacks: CallbackDispatcher | None = None,
     ) -> None:
-        super().__init__(db, config.poll_interval, "worker", config.lease_seconds)
+        super().__init__(db, (config.poll_interval, config.idle_claim_interval), "worker", config.lease_seconds)
         self.callbacks = callbacks  # told of callbacks once committed, so they go out at once
         self.vault = vault
         self.processor = processor
@@ -82,7 +83,7 @@ class Worker(Consumer):
 
     async def run(self, stop: asyncio.Event) -> None:
         log.debug("worker started", extra={"worker": self.owner})
-        await self.consume(stop, self._claim, self._run_job)
+        await self.consume(stop, self._claim, self._run_job, _BATCH)
 
     def take(self, job: Job) -> None:
         """Runs a job written leased to this worker (``lease``), now committed."""
@@ -91,8 +92,11 @@ class Worker(Consumer):
     def hand_back(self, conn: Connection) -> int:
         return job_queue.release(conn, self.owner)
 
-    def _claim(self, conn: Connection) -> list[Job]:
-        return job_queue.claim(conn, self.owner, now_ms(), self.lease_ms, _BATCH)
+    def next_due(self, conn: Connection) -> int | None:
+        return job_queue.next_due(conn)
+
+    def _claim(self, conn: Connection, batch: int) -> list[Job]:
+        return job_queue.claim(conn, self.owner, now_ms(), self.lease_ms, batch)
 
     async def _run_job(self, job: Job) -> None:
         try:
@@ -244,6 +248,7 @@ class Worker(Consumer):
             delay_ms = int(self.config.retry_delay_seconds * 1000) * 2 ** (job.attempts - 1)
             retry_at = now_ms() + delay_ms
             await self.db.write(lambda conn: job_queue.retry_later(conn, job, self.owner, retry_at))
+            self.wake()  # a claim learns the retry's due time (a handed-over job's loop had not seen it)
             return
         failed = Outcome(Stage.ERROR, "500", "Processing failed")
         _, queued = await self.db.write(lambda conn: self._recorded(conn, job, failed, None))

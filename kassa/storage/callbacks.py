@@ -48,7 +48,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 
 from kassa.domain.callbacks import REACHABLE, Outage, destination
-from kassa.storage.jobs import Lease
+from kassa.storage.jobs import Lease, earliest
 from kassa.storage.prepared import Prepared, Record
 from kassa.storage.tables import (
     callback_attempts,
@@ -387,6 +387,28 @@ _SIGNER = Prepared(
     .join(merchants, merchants.c.id == orders.c.merchant_id)
     .where(orders.c.id == bindparam("order_id"))
 )
+
+
+# When a claim could next take a callback: the destinations' heads of either lane (their indexes), and the
+# earliest lease to run out (``ix_callbacks_leased``).
+_NEXT_DUE = Prepared(
+    select(
+        select(func.min(callback_destinations.c.first_at_ms)).scalar_subquery().label("first"),
+        select(func.min(callback_destinations.c.retry_at_ms)).scalar_subquery().label("retry"),
+        select(func.min(callbacks.c.lease_until_ms))
+        .where(callbacks.c.lease_until_ms.is_not(None))
+        .scalar_subquery()
+        .label("lease_ends"),
+    )
+)
+
+
+def next_due(conn: Connection) -> int | None:
+    """The earliest time a claim may find a callback to take, or None when none waits. A head already past
+    is a destination or merchant at its limit in flight: the claim after this one may find room."""
+    found = _NEXT_DUE.one(conn, {})
+    lease_ends = found["lease_ends"]
+    return earliest(found["first"], found["retry"], None if lease_ends is None else lease_ends + 1)
 
 
 class _Room:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, select, update
+from sqlalchemy import Connection, bindparam, delete, func, select, update
 
 from kassa.storage.prepared import Prepared, inserting
 from kassa.storage.tables import jobs
@@ -66,6 +66,30 @@ def claim(conn: Connection, owner: str, now_ms: int, lease_ms: int, limit: int) 
         Job(r["id"], JobKind(r["kind"]), r["transaction_id"], r["attempts"])
         for r in sorted(claimed, key=lambda r: r["id"])
     ]
+
+
+# When a claim could next take a job: the earliest free job's run time (along ``ix_jobs_run_at``, past the
+# leased ones in hand) and the earliest lease to run out (``ix_jobs_leased``).
+_NEXT_DUE = Prepared(
+    select(
+        select(func.min(jobs.c.run_at_ms)).where(jobs.c.lease_until_ms.is_(None)).scalar_subquery().label("free"),
+        select(func.min(jobs.c.lease_until_ms))
+        .where(jobs.c.lease_until_ms.is_not(None))
+        .scalar_subquery()
+        .label("lease_ends"),
+    )
+)
+
+
+def earliest(*times: int | None) -> int | None:
+    return min((int(time) for time in times if time is not None), default=None)
+
+
+def next_due(conn: Connection) -> int | None:
+    """The earliest time a claim may find a job (a lease is claimable once past), or None when none is queued."""
+    found = _NEXT_DUE.one(conn, {})
+    lease_ends = found["lease_ends"]
+    return earliest(found["free"], None if lease_ends is None else lease_ends + 1)
 
 
 _HELD = Prepared(

@@ -244,6 +244,13 @@ jobs = Table(
     Column("created_at_ms", BigInteger, nullable=False),
     Index("ix_jobs_run_at", "run_at_ms"),
     Index("ix_jobs_kind_run_at", "kind", "run_at_ms"),  # the queue figures of a scrape, per kind
+    # Leased rows only: when the next lease runs out, for an idle worker's sleep (migration 0021).
+    Index(
+        "ix_jobs_leased",
+        "lease_until_ms",
+        sqlite_where=text("lease_until_ms IS NOT NULL"),
+        postgresql_where=text("lease_until_ms IS NOT NULL"),
+    ),
     sqlite_autoincrement=True,
 )
 

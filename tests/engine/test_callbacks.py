@@ -27,7 +27,7 @@ def _attempts(gateway: Gateway, order: str) -> list[dict[str, object]]:
     return attempts
 
 
-def _wait_attempts(gateway: Gateway, order: str, count: int, timeout: float = 15) -> None:
+def wait_attempts(gateway: Gateway, order: str, count: int, timeout: float = 15) -> None:
     """Waits until the order's callbacks have ``count`` attempts recorded: the clock may then move without
     ending the lease of one still in flight."""
     query = f"SELECT COALESCE(SUM(attempts), 0) FROM callbacks WHERE order_id = {int(order)}"
@@ -92,11 +92,11 @@ def test_receiver_failing_three_times_gets_the_callback_on_the_fourth_attempt(cl
     receiver = Receiver(free_port(), script=["500", "timeout"])
     # First attempt: nobody listens yet (connection refused); then 500, then a timeout, then success.
     order = clock_merchant.sale("rt-1", server_callback_url=receiver.url).json()["paynet-order-id"]
-    _wait_attempts(gateway, order, 1)
+    wait_attempts(gateway, order, 1)
     with running(receiver):
         for attempts in (1, 2):
             gateway.advance(_retry_delay(attempts))
-            _wait_attempts(gateway, order, attempts + 1)
+            wait_attempts(gateway, order, attempts + 1)
         gateway.advance(_retry_delay(3))
         assert len(receiver.wait_for(1)) == 1
     attempts = _attempts(gateway, order)
@@ -116,9 +116,9 @@ def test_retries_follow_the_configured_schedule_and_stop_after_the_last_attempt(
     with running(receiver):
         order = clock_merchant.sale("sch-1", server_callback_url=receiver.url).json()["paynet-order-id"]
         for attempts in (1, 2, 3):
-            _wait_attempts(gateway, order, attempts)
+            wait_attempts(gateway, order, attempts)
             gateway.advance(_retry_delay(attempts))
-        _wait_attempts(gateway, order, 4)
+        wait_attempts(gateway, order, 4)
         gateway.advance(30 * 86_400)
     [callback] = gateway.cli("callbacks", "list", "--order", order)
     assert callback["status"] == "failed"
@@ -136,7 +136,7 @@ def test_callback_pending_when_the_server_dies_is_delivered_once_after_restart(
     merchant = new_merchant(gateway, "restart")
     receiver = Receiver(free_port())
     order = merchant.sale("rs-1", server_callback_url=receiver.url).json()["paynet-order-id"]
-    _wait_attempts(gateway, order, 1)  # the status changed and the first attempt failed: nobody listened
+    wait_attempts(gateway, order, 1)  # the status changed and the first attempt failed: nobody listened
     gateway.kill()
     with running(receiver):
         restarted = gateway_factory(KASSA_TEST_CLOCK="1")
@@ -156,7 +156,7 @@ def test_callbacks_of_one_order_arrive_in_transaction_order_even_when_the_first_
         assert clock_merchant.wait_final(order)["status"] == "approved"
         cancel = final(clock_merchant, refund(clock_merchant, "ord-1", order))  # approved while the first waits
         assert cancel["transaction-type"] == "cancel"
-        _wait_attempts(clock_merchant.gateway, order, 1)
+        wait_attempts(clock_merchant.gateway, order, 1)
         assert receiver.received == []  # the cancel's callback waits for the preauth's
         clock_merchant.gateway.advance(BASE_DELAY)
         received = receiver.wait_for(2)
