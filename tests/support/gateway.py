@@ -105,6 +105,9 @@ class Gateway:
             # No load shedding: test gateways share two cores with other suites and move their clocks by
             # days, so how long their jobs wait says nothing of overload. tests/api/test_overload.py sets it.
             KASSA_OVERLOAD_JOB_AGE="0",
+            # No per-address limit: every test of a worker speaks to its gateway from 127.0.0.1, together far
+            # over one client's 200 a second. tests/api/test_rate_limits.py sets it.
+            KASSA_ADDRESS_RATE="0",
             KASSA_CONSOLE=f"127.0.0.1:{self.console_port}",
             KASSA_OPS=f"127.0.0.1:{self.ops_port}",
         )
