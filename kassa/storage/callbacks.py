@@ -48,7 +48,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 
 from kassa.domain.callbacks import REACHABLE, Outage, destination
-from kassa.storage.jobs import Lease, earliest
+from kassa.storage.jobs import Lease, earliest_claimable
 from kassa.storage.prepared import Prepared, Record
 from kassa.storage.tables import (
     callback_attempts,
@@ -407,8 +407,7 @@ def next_due(conn: Connection) -> int | None:
     """The earliest time a claim may find a callback to take, or None when none waits. A head already past
     is a destination or merchant at its limit in flight: the claim after this one may find room."""
     found = _NEXT_DUE.one(conn, {})
-    lease_ends = found["lease_ends"]
-    return earliest(found["first"], found["retry"], None if lease_ends is None else lease_ends + 1)
+    return earliest_claimable(found["first"], found["retry"], lease_ends=found["lease_ends"])
 
 
 class _Room:
@@ -590,9 +589,9 @@ def _moved_on(state: str, **changes: Any) -> Prepared:
     return Prepared(statement)
 
 
-def _outage_in(row: Record) -> Outage:
-    """The outage ``_moved_on`` read: none for a destination that has no row."""
-    if row["failures"] is None:
+def _outage_in(row: Record | None) -> Outage:
+    """A destination's outage as read (by ``_moved_on`` or ``_OUTAGE_LOCKED``): none without its row."""
+    if row is None or row["failures"] is None:
         return REACHABLE
     return Outage(row["failures"], row["failed_at_ms"], row["probe_at_ms"])
 
@@ -636,11 +635,6 @@ _SET_OUTAGE = Prepared(
 )
 
 
-def _outage_of(conn: Connection, name: str, read: Prepared) -> Outage:
-    found = read.first(conn, {"destination": name})
-    return REACHABLE if found is None else Outage(found["failures"], found["failed_at_ms"], found["probe_at_ms"])
-
-
 def _note_outage(conn: Connection, name: str, outage: Callable[[Outage], Outage], unlocked: Outage) -> bool:
     """Sets the destination's outage to ``outage(current)``; whether it changed. ``unlocked`` is the outage
     as read without a lock: the attempts of a destination that answers change nothing, and must not queue
@@ -648,7 +642,7 @@ def _note_outage(conn: Connection, name: str, outage: Callable[[Outage], Outage]
     if outage(unlocked) == unlocked:
         return False
     _ENSURE.execute(conn, {"destination": name})
-    current = _outage_of(conn, name, _OUTAGE_LOCKED)
+    current = _outage_in(_OUTAGE_LOCKED.first(conn, {"destination": name}))
     after = outage(current)
     if after == current:
         return False

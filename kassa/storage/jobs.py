@@ -81,15 +81,17 @@ _NEXT_DUE = Prepared(
 )
 
 
-def earliest(*times: int | None) -> int | None:
-    return min((int(time) for time in times if time is not None), default=None)
+def earliest_claimable(*due: int | None, lease_ends: int | None) -> int | None:
+    """The earliest of the ``due`` times and the moment after the earliest lease runs out (a lease may be
+    claimed once past); None when there is none of either."""
+    after_lease = None if lease_ends is None else lease_ends + 1
+    return min((int(time) for time in (*due, after_lease) if time is not None), default=None)
 
 
 def next_due(conn: Connection) -> int | None:
     """The earliest time a claim may find a job (a lease is claimable once past), or None when none is queued."""
     found = _NEXT_DUE.one(conn, {})
-    lease_ends = found["lease_ends"]
-    return earliest(found["free"], None if lease_ends is None else lease_ends + 1)
+    return earliest_claimable(found["free"], lease_ends=found["lease_ends"])
 
 
 _HELD = Prepared(
