@@ -29,6 +29,7 @@ from kassa.storage.callbacks import DeliveryLimits
 from kassa.storage.database import Database
 from kassa.storage.jobs import Job, Lease
 from kassa.storage.nonce_book import NonceBook
+from kassa.storage.orders import AuthorizationWork
 from kassa.storage.sealing import open_store
 from kassa.vault.keys import Vault, load_vault
 
@@ -114,11 +115,12 @@ class Services:
         worker = min(self.workers, key=lambda w: w.in_hand, default=None)
         return None if worker is None else worker.lease()
 
-    def hand_over(self, job: Job, lease: Lease) -> None:
-        """A job written with ``job_lease()``, now committed, goes to the worker that holds its lease."""
+    def hand_over(self, job: Job, lease: Lease, work: AuthorizationWork | None = None) -> None:
+        """A job written with ``job_lease()``, now committed, goes to the worker that holds its lease (with
+        ``work``, what its transaction was opened with: ``core.opening.opened_work``)."""
         for worker in self.workers:
             if worker.owner == lease.owner:
-                worker.take(job)
+                worker.take(job, work)
 
     def wake_workers(self, *, callbacks: bool = True) -> None:
         """New jobs, and unless told otherwise new callbacks, were committed by a request."""

@@ -1,6 +1,7 @@
 """Opening an order: its card, the order, its first transaction, the CVV kept until authorization and
 what comes next (the processing job, or for a hosted form the form's session and its deadline), in one
-database transaction; and the card a hosted form collects later."""
+database transaction; the card a hosted form collects later; and what the worker given the processing job
+is handed with it, so that it does not read back what was just written."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ import dataclasses
 from sqlalchemy import Connection
 
 from kassa.domain import cards
+from kassa.domain.lifecycle import Stage
+from kassa.domain.transactions import rule
 from kassa.storage import browser_sessions
 from kassa.storage import jobs as job_queue
 from kassa.storage import orders as order_store
 from kassa.storage.browser_sessions import SessionKind
 from kassa.storage.jobs import JobKind
-from kassa.storage.orders import NewCard, NewOrder, Started
+from kassa.storage.orders import AuthorizationWork, NewCard, NewOrder, Started
 from kassa.storage.prepared import Record
 from kassa.vault.keys import Vault, pan_context
 from kassa.vault.tokens import SealedToken
@@ -57,7 +60,7 @@ def insert_rows(conn: Connection, new: NewOrder) -> Started:
     )
     if new.cvv_ciphertext is not None:
         order_store.keep_cvv(conn, tx_id, new.cvv_ciphertext)
-    return Started(order_id, new.endpoint_id, new.serial, new.request_fingerprint, True, tx_id)
+    return Started(order_id, new.endpoint_id, new.serial, new.request_fingerprint, True, tx_id, card_id=card_id)
 
 
 def next_step(conn: Connection, new: NewOrder, started: Started) -> Started:
@@ -105,3 +108,34 @@ def collect_card(
     kind = SessionKind.CHECKOUT
     browser_sessions.open_session(conn, kind, order["id"], transaction_id, now_ms, checkout_ttl_ms, checkout)
     return True
+
+
+def opened_work(new: NewOrder, started: Started) -> AuthorizationWork | None:
+    """What ``order_store.load_authorization`` would read for the transaction ``new`` just opened with the card it
+    sent, made from what was written; None when the order was not opened here with such a card (a rebill's
+    stored card, a hosted form, a repeat) or its transaction keeps a destination as well."""
+    card, card_id = new.card, started.card_id
+    if card is None or card_id is None or not started.created or rule(new.tx_type).reads_destination(has_card=True):
+        return None
+    transaction = {
+        "stage": Stage.PROCESSING.value,
+        "serial_number": new.serial,
+        "tx_type": new.tx_type.value,
+        "amount": new.amount,
+        "currency": new.currency,
+    }
+    order = {
+        "id": started.order_id,
+        "merchant_id": new.merchant_id,
+        "card_ref_id": new.card_ref_id,
+        "recurring_payment_id": new.recurring_payment_id,
+    }
+    stored = {
+        "id": card_id,
+        "brand": card.brand,
+        "pan_ciphertext": card.pan_ciphertext,
+        "exp_month": card.exp_month,
+        "exp_year": card.exp_year,
+        "holder_name": card.holder_name,
+    }
+    return AuthorizationWork(transaction, order, stored, new.cvv_ciphertext)

@@ -85,9 +85,11 @@ class Worker(Consumer):
         log.debug("worker started", extra={"worker": self.owner})
         await self.consume(stop, self._claim, self._run_job, _BATCH)
 
-    def take(self, job: Job) -> None:
-        """Runs a job written leased to this worker (``lease``), now committed."""
-        self._take(lambda: self._run_job(job))
+    def take(self, job: Job, work: AuthorizationWork | None = None) -> None:
+        """Runs a job written leased to this worker (``lease``), now committed; a processing job handed
+        over with its ``work`` (``core.opening.opened_work``) is not read back: what follows the decision
+        locks the transaction and checks its stage again, as it does after a read."""
+        self._take(lambda: self._run_job(job, work))
 
     def hand_back(self, conn: Connection) -> int:
         return job_queue.release(conn, self.owner)
@@ -98,9 +100,9 @@ class Worker(Consumer):
     def _claim(self, conn: Connection, batch: int) -> list[Job]:
         return job_queue.claim(conn, self.owner, now_ms(), self.lease_ms, batch)
 
-    async def _run_job(self, job: Job) -> None:
+    async def _run_job(self, job: Job, work: AuthorizationWork | None = None) -> None:
         try:
-            await self._runs[job.kind](job)
+            await (self._authorize(job, work) if work is not None else self._runs[job.kind](job))
         except Exception:
             log.exception("job failed", extra={"job": job.id, "attempt": job.attempts})
             await self._after_failure(job)
@@ -114,8 +116,10 @@ class Worker(Consumer):
 
     async def _process(self, job: Job) -> None:
         work = await self._load(job)
-        if work is None:
-            return
+        if work is not None:
+            await self._authorize(job, work)
+
+    async def _authorize(self, job: Job, work: AuthorizationWork) -> None:
         request = self._request(work)
         if await self._authentication_pending(job, work, request):
             return

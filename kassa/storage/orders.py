@@ -91,6 +91,7 @@ class Started:
     transaction_id: int
     form_token: SealedToken | None = None  # the hosted form's, sealed: its URL needs the vault
     job: Job | None = None  # the processing job, written leased (``NewOrder.lease``)
+    card_id: int | None = None  # the card written with the order
 
 
 def _values(*columns: str) -> dict[str, BindParameter[Any]]:
@@ -189,8 +190,18 @@ def insert_card_sale(conn: Connection, new: NewOrder, card: NewCard) -> Started:
     ids = _START_CARD_SALE.one(conn, {**values, "kind": JobKind.PROCESS.value})
     if ids["order_id"] is None:
         return started_before(conn, new, ids["card_id"])
-    job = None if new.lease is None else Job(ids["job_id"], JobKind.PROCESS, ids["tx_id"], 1)
-    return Started(ids["order_id"], new.endpoint_id, new.serial, new.request_fingerprint, True, ids["tx_id"], job=job)
+    tx_id = ids["tx_id"]
+    job = None if new.lease is None else Job(ids["job_id"], JobKind.PROCESS, tx_id, 1)
+    return Started(
+        ids["order_id"],
+        new.endpoint_id,
+        new.serial,
+        new.request_fingerprint,
+        True,
+        tx_id,
+        job=job,
+        card_id=ids["card_id"],
+    )
 
 
 def insert_card(conn: Connection, card: NewCard, merchant_id: int, now_ms: int) -> int:

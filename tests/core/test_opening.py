@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import Connection, func, select
 
 from kassa.core import followups, outcomes
-from kassa.core.opening import open_order
+from kassa.core.opening import open_order, opened_work
 from kassa.core.outbox import Queued
 from kassa.domain.lifecycle import Stage
 from kassa.domain.transactions import TxType
@@ -100,6 +100,22 @@ def test_a_sale_started_with_a_lease_hands_its_job_over_and_no_claim_takes_it_be
     assert db.write_sync(lambda conn: job_queue.still_held(conn, started.job, "worker-a"))  # type: ignore[arg-type]
     taken_over = db.write_sync(lambda conn: job_queue.claim(conn, "worker-b", 10_001, 1000, 10))
     assert [(job.id, job.attempts) for job in taken_over] == [(started.job.id, 2)]
+
+
+def test_a_sale_hands_its_worker_exactly_what_the_worker_would_read_back(db: Database) -> None:
+    merchant_id, endpoint_id = _endpoint(db)
+    new = _sale(merchant_id, endpoint_id, "o-1", "s-1", lease=Lease("worker-a", until_ms=10_000))
+    started = db.write_sync(lambda conn: open_order(conn, new))
+    read_back = db.read_sync(lambda conn: order_store.load_authorization(conn, started.transaction_id))
+    assert opened_work(new, started) == read_back
+
+
+def test_a_repeated_client_orderid_hands_nothing_over_to_be_read_back(db: Database) -> None:
+    merchant_id, endpoint_id = _endpoint(db)
+    db.write_sync(lambda conn: open_order(conn, _sale(merchant_id, endpoint_id, "o-1", "s-1")))
+    repeat = _sale(merchant_id, endpoint_id, "o-1", "s-2")
+    again = db.write_sync(lambda conn: open_order(conn, repeat))
+    assert opened_work(repeat, again) is None
 
 
 def test_a_sale_started_without_a_lease_leaves_its_job_to_the_claim(db: Database) -> None:
