@@ -24,19 +24,30 @@ class Unsendable(ValueError):
     (it never quotes the URL)."""
 
 
-_UNRESERVED = re.compile(r"[A-Za-z0-9_.~-]*")
+# What ``quote_plus`` changes: anything but letters, digits and ``_.~-``, in runs (a run quoted whole is
+# the same as its characters quoted one by one); the two separators of ``_encoded`` are left alone.
+_RESERVED = re.compile(r"[^A-Za-z0-9_.~\x00\x01-]+")
 
 
-def _quoted(text: str) -> str:
-    """``quote_plus``, skipped for the many values it would leave as they are (ids, amounts, statuses):
-    a callback has some forty fields and ``urlencode`` cost more than sending it."""
-    return text if _UNRESERVED.fullmatch(text) else quote_plus(text)
+def _quoted_run(match: re.Match[str]) -> str:
+    return quote_plus(match.group())
+
+
+def _encoded(fields: dict[str, str]) -> str:
+    """``urlencode(fields)``, in one pass over all names and values rather than two ``quote_plus`` calls a
+    field: a callback has twenty fields, most of them ids, amounts and statuses that need no quoting, and
+    ``urlencode`` cost more than sending it. Names and values are joined with two control characters that
+    quoting never writes, then those become ``=`` and ``&``; text holding either is quoted field by field."""
+    joined = "\x01".join(f"{name}\x00{value}" for name, value in fields.items())
+    if joined.count("\x00") != len(fields) or joined.count("\x01") != len(fields) - 1:
+        return "&".join(f"{quote_plus(name)}={quote_plus(value)}" for name, value in fields.items())
+    return _RESERVED.sub(_quoted_run, joined).replace("\x00", "=").replace("\x01", "&")
 
 
 def with_query(url: str, fields: dict[str, str]) -> str:
     """``url`` with ``fields`` added to its own query (encoded as ``urlencode`` would)."""
     parts = urlsplit(url)
-    encoded = "&".join(f"{_quoted(name)}={_quoted(value)}" for name, value in fields.items())
+    encoded = _encoded(fields) if fields else ""
     query = "&".join(part for part in (parts.query, encoded) if part)
     return urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
 
