@@ -109,6 +109,13 @@ class Services:
         """The figures this process samples rather than counts (``kassa.metrics``)."""
         metrics.DB_CONNECTIONS_IN_USE.set(self.db.connections_in_use())
 
+    def consumers(self) -> list[Consumer]:
+        """This process's job workers and callback dispatcher: the owners of the leases it holds."""
+        consumers: list[Consumer] = [*self.workers]
+        if self.dispatcher is not None:
+            consumers.append(self.dispatcher)
+        return consumers
+
     def job_lease(self) -> Lease | None:
         """A lease to write a new processing job with, for the least busy worker of this process; None
         when there is none (an API-only process) or all have enough in hand."""
@@ -207,7 +214,7 @@ async def run_workers(services: Services, stop: asyncio.Event) -> None:
             loops.append(background.run(stop))
     services.background = [asyncio.create_task(loop) for loop in loops]
     sampler = asyncio.create_task(_sample_figures(services, stop))
-    consumers = _consumers(services)
+    consumers = services.consumers()
     settings = services.settings
     watcher = asyncio.create_task(signals.watch(settings.database_url, settings.poll_interval, consumers))
     await stop.wait()
@@ -223,15 +230,8 @@ async def run_workers(services: Services, stop: asyncio.Event) -> None:
     await _hand_back(services)
 
 
-def _consumers(services: Services) -> list[Consumer]:
-    consumers: list[Consumer] = [*services.workers]
-    if services.dispatcher is not None:
-        consumers.append(services.dispatcher)
-    return consumers
-
-
 async def _hand_back(services: Services) -> None:
-    for consumer in _consumers(services):
+    for consumer in services.consumers():
         try:
             released = await services.db.write(consumer.hand_back)
         except Exception:  # the leases run out instead

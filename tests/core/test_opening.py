@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 
 import pytest
 from sqlalchemy import Connection, func, select
@@ -18,7 +19,7 @@ from kassa.storage import jobs as job_queue
 from kassa.storage import orders as order_store
 from kassa.storage.callbacks import CallbackLease, DeliveryLimits
 from kassa.storage.database import Database
-from kassa.storage.jobs import Lease
+from kassa.storage.jobs import Job, Lease
 from kassa.storage.tables import cards, jobs, orders, transactions, transient_secrets
 from kassa.vault.keys import control_key_context
 from tests.support.databases import SHOP_CONTROL_KEY, TEST_VAULT, shop_endpoint
@@ -116,6 +117,34 @@ def test_a_repeated_client_orderid_hands_nothing_over_to_be_read_back(db: Databa
     repeat = _sale(merchant_id, endpoint_id, "o-1", "s-2")
     again = db.write_sync(lambda conn: open_order(conn, repeat))
     assert opened_work(repeat, again) is None
+
+
+def test_prolonging_moves_the_job_leases_of_the_owners_named_that_have_not_run_out_and_no_others(
+    db: Database,
+) -> None:
+    merchant_id, endpoint_id = _endpoint(db)
+    leases = {
+        "live": Lease("worker-a", until_ms=10_000),
+        "ran-out": Lease("worker-a", until_ms=4_000),
+        "other": Lease("worker-b", until_ms=10_000),
+    }
+    for name, lease in leases.items():
+        db.write_sync(partial(_open, _sale(merchant_id, endpoint_id, name, f"s-{name}", lease=lease)))
+    assert db.write_sync(lambda conn: job_queue.prolong(conn, ["worker-a"], 5_000, 60_000)) == 1
+    taken = db.write_sync(lambda conn: job_queue.claim(conn, "worker-c", 10_001, 10**9, 10))
+    assert sorted(_client_orderid(db, job) for job in taken) == ["other", "ran-out"]
+    assert db.write_sync(lambda conn: job_queue.claim(conn, "worker-c", 70_000, 1000, 10)) == []
+    [live] = db.write_sync(lambda conn: job_queue.claim(conn, "worker-c", 70_001, 1000, 10))
+    assert _client_orderid(db, live) == "live"
+
+
+def _open(new: order_store.NewOrder, conn: Connection) -> None:
+    open_order(conn, new)
+
+
+def _client_orderid(db: Database, job: Job) -> str:
+    query = select(orders.c.client_orderid).join(transactions).where(transactions.c.id == job.transaction_id)
+    return str(db.read_sync(lambda conn: conn.execute(query).scalar_one()))
 
 
 def test_a_sale_started_without_a_lease_leaves_its_job_to_the_claim(db: Database) -> None:

@@ -28,8 +28,8 @@ def _attempts(gateway: Gateway, order: str) -> list[dict[str, object]]:
 
 
 def wait_attempts(gateway: Gateway, order: str, count: int, timeout: float = 15) -> None:
-    """Waits until the order's callbacks have ``count`` attempts recorded: the clock may then move without
-    ending the lease of one still in flight."""
+    """Waits until the order's callbacks have ``count`` attempts recorded: a failed attempt's retry is then
+    queued, at a time a move of the clock can pass."""
     query = f"SELECT COALESCE(SUM(attempts), 0) FROM callbacks WHERE order_id = {int(order)}"
     deadline = time.monotonic() + timeout
     while run_sql(gateway.database_url, query) != [(count,)]:

@@ -229,6 +229,21 @@ def test_a_callback_whose_lease_ran_out_is_claimed_again_and_its_destination_cou
     assert _claim(db, "callbacks-b", limits, now=later) == []
 
 
+def test_prolonging_moves_the_leases_of_the_owners_named_that_have_not_run_out_and_no_others(db: Database) -> None:
+    limits = DeliveryLimits(per_destination=10, per_merchant=10)
+    _queued(db, ["http://a.example/live"], CallbackLease("callbacks-a", NOW + LEASE_MS, limits))
+    _queued(db, ["http://a.example/ran-out"], CallbackLease("callbacks-a", NOW + 10, limits))
+    _queued(db, ["http://b.example/other"], CallbackLease("callbacks-b", NOW + LEASE_MS, limits))
+    moved = db.write_sync(lambda conn: callback_store.prolong(conn, ["callbacks-a"], NOW + 11, 60_000))
+    assert moved == 1
+    taken_for_good = db.write_sync(
+        lambda conn: callback_store.claim(conn, "callbacks-c", NOW + LEASE_MS + 1, 10**9, 10, limits)
+    )
+    assert sorted(due.url for due in taken_for_good) == ["http://a.example/ran-out", "http://b.example/other"]
+    assert _claim(db, "callbacks-c", limits, now=NOW + LEASE_MS + 60_000) == []
+    assert _claim(db, "callbacks-c", limits, now=NOW + LEASE_MS + 60_001) == ["http://a.example/live"]
+
+
 def test_a_claim_reads_on_past_a_page_of_destinations_that_are_full(db: Database) -> None:
     limits = DeliveryLimits(per_destination=1, per_merchant=1000)
     full = [f"http://full-{n:02}.example/cb" for n in range(40)]

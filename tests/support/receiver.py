@@ -31,6 +31,7 @@ class Receiver:
     host: str = "127.0.0.1"  # as callback URLs name it; "localhost" lets a client keep cookies for it
     set_cookie: str | None = None  # a Set-Cookie header for every answer
     received: list[Received] = field(default_factory=list)  # GETs answered 200 (callbacks)
+    holding: int = 0  # requests held ("timeout", "slow") and not yet answered
     posted: list[Received] = field(default_factory=list)  # POSTs (final redirects)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -53,8 +54,19 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             behaviour = receiver.next_behaviour()
-            if behaviour in ("timeout", "slow"):  # slow: answers 200 after the wait
-                time.sleep(receiver.hang_seconds)
+            if behaviour not in ("timeout", "slow"):
+                self._answer(behaviour)
+                return
+            with receiver.lock:
+                receiver.holding += 1
+            try:
+                time.sleep(receiver.hang_seconds)  # slow: answers 200 after the wait
+                self._answer(behaviour)
+            finally:
+                with receiver.lock:
+                    receiver.holding -= 1
+
+        def _answer(self, behaviour: str) -> None:
             if behaviour not in ("ok", "slow"):
                 self.send_response(500)
                 self.end_headers()
