@@ -1,4 +1,4 @@
-"""``kassa operator create|list|disable|reset-password``: what an operator of the gateway types, and what
+"""``kassa operator create|list|disable|unlock|reset-password``: what an operator of the gateway types, and what
 the audit log keeps of it."""
 
 from __future__ import annotations
@@ -49,3 +49,24 @@ def test_disable_and_reset_password_are_audited_as_the_cli_user(shared_gateway: 
     audit = admin.get("/audit", actor=f"cli:{getpass.getuser()}").text
     for action in ("operator.create", "operator.disable", "operator.reset-password"):
         assert action in audit
+
+
+def test_unlock_lets_a_locked_out_operator_in_with_the_same_password_and_is_audited(shared_gateway: Gateway) -> None:
+    made = shared_gateway.cli("operator", "create", "--email", "fumbler@ops.example", "--role", "viewer")
+    login = Login(made["email"], made["password"], None)
+    client = ConsoleClient(shared_gateway)
+    for _ in range(5):
+        client.sign_in(login, password="wrong password!")
+    assert client.sign_in(login).status_code == 401
+    listed = {o["email"]: o for o in shared_gateway.cli("operator", "list")}
+    assert listed["fumbler@ops.example"]["locked_until"] is not None
+    unlocked = shared_gateway.cli("operator", "unlock", "--email", "fumbler@ops.example")
+    assert unlocked["locked_until"] is None and unlocked["failed_signins"] == 0
+    assert client.sign_in(login).status_code == 303  # with the password it had
+    admin = ConsoleClient(shared_gateway)
+    auditor = shared_gateway.cli("operator", "create", "--email", "unlock-auditor@ops.example", "--role", "admin")
+    assert admin.sign_in(Login(auditor["email"], auditor["password"], auditor["totp_secret"])).status_code == 303
+    audit = admin.get("/audit", actor=f"cli:{getpass.getuser()}").text
+    assert "operator.unlock" in audit and "fumbler@ops.example" in audit
+    with pytest.raises(RuntimeError, match="no operator"):
+        shared_gateway.cli("operator", "unlock", "--email", "nobody@ops.example")

@@ -111,6 +111,26 @@ def operator_disable(email: str, as_json: bool) -> None:
     emit(as_json, data, [_line(data)])
 
 
+@operator.command("unlock")
+@click.option("--email", required=True)
+@json_option
+def operator_unlock(email: str, as_json: bool) -> None:
+    """End a lockout after failed sign-ins at once, password unchanged: for an operator who mistyped (the
+    only admin among them), not one whose password may be known (reset-password that)."""
+
+    def unlock(conn: Connection) -> Operator:
+        found = operator_store.unlock(conn, operator_store.by_email(conn, email).id)
+        locked_until = iso_time(found.locked_until_ms) if found.locked(now_ms()) else None
+        before = {"locked_until": locked_until, "failed_signins": found.failed_signins}
+        after = {"locked_until": None, "failed_signins": 0}
+        entry = audit_log.Entry(_actor(), Action.OPERATOR_UNLOCK.code, found.email, before=before, after=after)
+        audit_log.append(conn, entry, now_ms())
+        return operator_store.by_id(conn, found.id)
+
+    data = _operator_dict(_found(lambda: write(unlock)))
+    emit(as_json, data, [_line(data)])
+
+
 @operator.command("reset-password")
 @click.option("--email", required=True)
 @json_option
