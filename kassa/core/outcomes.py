@@ -26,7 +26,19 @@ def record(
     """Records ``outcome``; returns the callbacks it queued (with a ``callback_lease``, those that can go
     at once are written leased to its owner)."""
     # Read as the lock is granted: whatever changed the transaction before held the lock and has committed.
-    order, tx, card, signer = order_store.locked_outcome_context(conn, transaction_id)
+    context = order_store.locked_outcome_context(conn, transaction_id)
+    return _recorded(conn, context, transaction_id, outcome, now_ms, callback_lease)
+
+
+def _recorded(
+    conn: Connection,
+    context: tuple[Record, Record, Record | None, Record],
+    transaction_id: int,
+    outcome: Outcome,
+    now_ms: int,
+    callback_lease: CallbackLease | None,
+) -> Queued:
+    order, tx, card, signer = context
     stage = advance(Stage(tx["stage"]), outcome.stage)
     changes = {
         "stage": stage.value,
@@ -63,9 +75,10 @@ def record_for_job(
     """Records a worker's outcome while its lease on ``job`` holds (the job is deleted in the same
     transaction: one job's outcome is recorded once); an ``unknown`` is asked again after
     ``reconcile_after_ms``. Returns whether it was recorded, and the callbacks it queued."""
-    if not job_queue.finish_held(conn, job, owner):
+    context = order_store.fenced_outcome_context(conn, job, owner)
+    if context is None:
         return False, NOTHING_QUEUED
-    queued = record(conn, job.transaction_id, outcome, now_ms, callback_lease)
+    queued = _recorded(conn, context, job.transaction_id, outcome, now_ms, callback_lease)
     if outcome.stage is Stage.UNKNOWN:
         reconcile_at = now_ms + reconcile_after_ms
         job_queue.add(conn, JobKind.RECONCILE, job.transaction_id, run_at_ms=reconcile_at, now_ms=now_ms)

@@ -17,6 +17,7 @@ from sqlalchemy import (
     Label,
     bindparam,
     delete,
+    exists,
     func,
     insert,
     select,
@@ -31,9 +32,9 @@ from kassa.domain.orders import OrderState, TxRecord
 from kassa.domain.transactions import TxType
 from kassa.storage import browser_sessions
 from kassa.storage.browser_sessions import SessionKind
-from kassa.storage.jobs import Job, JobKind, Lease, leased
+from kassa.storage.jobs import Job, JobKind, Lease, finish_held, leased
 from kassa.storage.prepared import Joined, Prepared, Record, Row, inserting
-from kassa.storage.tables import cards, endpoints, merchants, orders, transactions, transient_secrets
+from kassa.storage.tables import cards, endpoints, jobs, merchants, orders, transactions, transient_secrets
 from kassa.vault.tokens import SealedToken
 
 
@@ -482,6 +483,17 @@ _LOCKED_ORDER_OF = Prepared(
 )
 
 
+def fenced_outcome_context(conn: Connection, job: Job, owner: str) -> tuple[Row, Row, Row | None, Row] | None:
+    """``locked_outcome_context`` of the job's transaction, once the job is deleted while ``owner``'s lease
+    on it holds (``jobs.finish_held``, the fence of the writes that follow); None, and nothing deleted,
+    when another worker took the job over. On PostgreSQL in one statement, the fence a data-modifying CTE
+    that the locked read requires: one round trip fewer a processed transaction."""
+    if conn.dialect.name != "postgresql":
+        return locked_outcome_context(conn, job.transaction_id) if finish_held(conn, job, owner) else None
+    row = _FENCED_OUTCOME_CONTEXT.first(conn, {"tx_id": job.transaction_id, "job_id": job.id, "owner": owner})
+    return None if row is None else (row["o_"], row["t_"], _card_or_none(row["c_"]), row["e_"])
+
+
 def locked_outcome_context(conn: Connection, transaction_id: int) -> tuple[Row, Row, Row | None, Row]:
     """A transaction's order and the transaction, both locked until the end of the database transaction,
     with what its callbacks need: the order's card, and a signer row with the endpoint's descriptor and mode
@@ -492,7 +504,7 @@ def locked_outcome_context(conn: Connection, transaction_id: int) -> tuple[Row, 
     return row["o_"], row["t_"], _card_or_none(row["c_"]), row["e_"]
 
 
-def _outcome_context() -> Joined:
+def _outcome_context(*required: ColumnElement[bool]) -> Joined:
     # The order first in the FROM and in the lock list: every writer locks an order before its transactions.
     joined = (
         orders.join(transactions, transactions.c.order_id == orders.c.id)
@@ -503,11 +515,18 @@ def _outcome_context() -> Joined:
     columns = _labelled((("o_", orders.c), ("t_", transactions.c), ("c_", cards.c)))
     columns += [endpoints.c.descriptor.label("e_descriptor"), endpoints.c.mode.label("e_mode")]
     columns.append(merchants.c.control_key_sealed.label("e_control_key_sealed"))
-    query = select(*columns).select_from(joined).where(transactions.c.id == bindparam("tx_id"))
+    query = select(*columns).select_from(joined).where(transactions.c.id == bindparam("tx_id"), *required)
     return Joined(query.with_for_update(of=[orders, transactions]))
 
 
 _LOCKED_OUTCOME_CONTEXT = _outcome_context()
+_FENCE = (
+    delete(jobs)
+    .where(jobs.c.id == bindparam("job_id"), jobs.c.lease_owner == bindparam("owner"))
+    .returning(jobs.c.id)
+    .cte("fence")
+)
+_FENCED_OUTCOME_CONTEXT = _outcome_context(exists(select(_FENCE.c.id)))
 
 
 def write_outcome(conn: Connection, transaction_id: int, changes: dict[str, Any], now_ms: int) -> None:

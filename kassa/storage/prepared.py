@@ -128,11 +128,15 @@ class Joined:
     def all(self, conn: Connection, values: Mapping[str, Any]) -> list[dict[str, Row]]:
         return [self._split(row) for row in self._prepared.execute(conn, values).fetchall()]
 
-    def one(self, conn: Connection, values: Mapping[str, Any]) -> dict[str, Row]:
+    def first(self, conn: Connection, values: Mapping[str, Any]) -> dict[str, Row] | None:
         row = self._prepared.execute(conn, values).fetchone()
+        return None if row is None else self._split(row)
+
+    def one(self, conn: Connection, values: Mapping[str, Any]) -> dict[str, Row]:
+        row = self.first(conn, values)
         if row is None:
             raise LookupError(f"no row for {dict(values)}")
-        return self._split(row)
+        return row
 
     def _split(self, row: Sequence[Any]) -> dict[str, Row]:
         return {prefix: dict(zip(names, row[a:b], strict=True)) for prefix, names, a, b in self._parts}
