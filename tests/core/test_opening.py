@@ -219,3 +219,28 @@ def test_an_approved_sale_without_a_lease_leaves_its_callbacks_to_the_claim(db: 
     queued = _approve(db, started.order_id, None)
     assert (queued.count, queued.handed) == (1, [])
     assert len(db.write_sync(lambda conn: callback_store.claim(conn, "callbacks-b", 9_999, 1000, 10, LIMITS))) == 1
+
+
+def test_an_outcome_whose_job_another_worker_took_over_writes_nothing(db: Database) -> None:
+    merchant_id, endpoint_id = _endpoint(db)
+    new = _sale(merchant_id, endpoint_id, "o-1", "s-1", lease=Lease("worker-a", until_ms=10_000))
+    started = db.write_sync(lambda conn: open_order(conn, new))
+    [taken_over] = db.write_sync(lambda conn: job_queue.claim(conn, "worker-b", 10_001, 1000, 10))
+    stale = started.job
+    assert stale is not None
+    approved = Outcome(Stage.APPROVED, approval_code="123456")
+
+    def record_as(job: Job, owner: str) -> bool:
+        return db.write_sync(
+            lambda conn: outcomes.record_for_job(conn, job, owner, approved, 10_002, reconcile_after_ms=1)
+        )[0]
+
+    assert record_as(stale, "worker-a") is False
+    assert _stage(db, started.transaction_id) == "processing" and _count(db, jobs) == 1
+    assert record_as(taken_over, "worker-b") is True
+    assert _stage(db, started.transaction_id) == "approved" and _count(db, jobs) == 0
+
+
+def _stage(db: Database, tx_id: int) -> str:
+    query = select(transactions.c.stage).where(transactions.c.id == tx_id)
+    return str(db.read_sync(lambda conn: conn.execute(query).scalar_one()))
