@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from functools import partial
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, func, select
 
 from kassa.core.opening import open_order
 from kassa.domain.callbacks import RetrySchedule, retry_delay_ms, unreachable
@@ -16,7 +16,7 @@ from kassa.storage import orders as order_store
 from kassa.storage import queue_figures
 from kassa.storage.callbacks import Attempt, CallbackLease, DeliveryLimits, Due
 from kassa.storage.database import Database
-from kassa.storage.tables import endpoints, merchants
+from kassa.storage.tables import callback_attempts, endpoints, merchants
 from tests.support.databases import shop_endpoint
 
 NOW = 1_000
@@ -271,3 +271,20 @@ def test_pending_callbacks_are_counted_up_to_the_cap_a_scrape_reads_and_past_it_
     _backlog(db, "http://down.example/cb", 5)
     assert db.read_sync(lambda conn: queue_figures.read(conn, NOW).callbacks.waiting) == 5
     assert db.read_sync(lambda conn: queue_figures.read(conn, NOW, counted_up_to=3).callbacks.waiting) == 3
+
+
+def test_an_attempt_recorded_by_a_dispatcher_whose_lease_ran_out_and_was_taken_writes_nothing(db: Database) -> None:
+    _queued(db, ["http://shop.example/cb"])
+    limits = DeliveryLimits(per_destination=16, per_merchant=32)
+    [stale] = _claimed(db, "callbacks-a", limits)
+    [taken] = _claimed(db, "callbacks-b", limits, now=NOW + LEASE_MS + 1)
+    delivered = _answer(200, at=NOW + LEASE_MS + 2)
+    assert not db.write_sync(lambda conn: callback_store.record(conn, stale, "callbacks-a", delivered, None))
+    assert _attempts_logged(db) == 0
+    assert db.write_sync(lambda conn: callback_store.record(conn, taken, "callbacks-b", delivered, None))
+    assert _attempts_logged(db) == 1
+
+
+def _attempts_logged(db: Database) -> int:
+    query = select(func.count()).select_from(callback_attempts)
+    return int(db.read_sync(lambda conn: conn.execute(query).scalar_one()))
