@@ -55,7 +55,6 @@ def _recorded(
         tx_rule = rule(TxType(tx["tx_type"]))
         effect = tx_rule.on_approved if stage is Stage.APPROVED else tx_rule.on_failed
         post(conn, order, transaction_id, effect, tx["amount"], now_ms)
-    order_store.forget_cvv(conn, transaction_id)
     if not is_final(stage):
         return NOTHING_QUEUED
     final_tx = {**tx, **changes, "updated_at_ms": now_ms}

@@ -283,10 +283,6 @@ def keep_cvv(conn: Connection, transaction_id: int, cvv_ciphertext: bytes) -> No
     _INSERT_SECRET.execute(conn, {"tx_id": transaction_id, "cvv": cvv_ciphertext})
 
 
-def forget_cvv(conn: Connection, transaction_id: int) -> None:
-    _FORGET_SECRET.execute(conn, {"tx_id": transaction_id})
-
-
 def set_card(conn: Connection, order_id: int, card_id: int) -> None:
     conn.execute(update(orders).where(orders.c.id == order_id).values(card_id=card_id))
 
@@ -418,7 +414,7 @@ class AuthorizationWork:
 _TRANSACTION = Prepared(select(transactions).where(transactions.c.id == bindparam("tx_id")))
 _LOCKED_ORDER = Prepared(select(orders).where(orders.c.id == bindparam("order_id")).with_for_update())
 _FORGET_SECRET = Prepared(delete(transient_secrets).where(transient_secrets.c.transaction_id == bindparam("tx_id")))
-_RECORD = Prepared(
+_WRITE_OUTCOME = (
     update(transactions)
     .where(transactions.c.id == bindparam("tx_id"))
     .values(
@@ -430,6 +426,13 @@ _RECORD = Prepared(
         processor_tx_id=bindparam("new_processor_tx_id"),
         updated_at_ms=bindparam("now_ms"),
     )
+)
+# PostgreSQL: the CVV forgotten by the same statement, a data-modifying CTE (one round trip fewer an outcome).
+_RECORD = Prepared(
+    _WRITE_OUTCOME,
+    postgresql=_WRITE_OUTCOME.add_cte(
+        delete(transient_secrets).where(transient_secrets.c.transaction_id == bindparam("tx_id")).cte("forgotten")
+    ),
 )
 
 
@@ -531,8 +534,11 @@ _FENCED_OUTCOME_CONTEXT = _outcome_context(exists(select(_FENCE.c.id)))
 
 def write_outcome(conn: Connection, transaction_id: int, changes: dict[str, Any], now_ms: int) -> None:
     """Sets the outcome's columns (``changes``: stage, error_code, error_message, approval_code,
-    processor_rrn, processor_tx_id)."""
+    processor_rrn, processor_tx_id) and forgets the CVV kept for the authorization, whatever the outcome:
+    it is never stored after one."""
     _RECORD.execute(conn, {"tx_id": transaction_id, "now_ms": now_ms, **{f"new_{k}": v for k, v in changes.items()}})
+    if conn.dialect.name != "postgresql":  # there the same statement forgot it
+        _FORGET_SECRET.execute(conn, {"tx_id": transaction_id})
 
 
 def locked_stage(conn: Connection, transaction_id: int) -> Stage:

@@ -221,7 +221,9 @@ def test_an_approved_sale_without_a_lease_leaves_its_callbacks_to_the_claim(db: 
     assert len(db.write_sync(lambda conn: callback_store.claim(conn, "callbacks-b", 9_999, 1000, 10, LIMITS))) == 1
 
 
-def test_an_outcome_whose_job_another_worker_took_over_writes_nothing(db: Database) -> None:
+def test_an_outcome_whose_job_another_worker_took_over_writes_nothing_and_the_holders_forgets_the_cvv(
+    db: Database,
+) -> None:
     merchant_id, endpoint_id = _endpoint(db)
     new = _sale(merchant_id, endpoint_id, "o-1", "s-1", lease=Lease("worker-a", until_ms=10_000))
     started = db.write_sync(lambda conn: open_order(conn, new))
@@ -236,9 +238,10 @@ def test_an_outcome_whose_job_another_worker_took_over_writes_nothing(db: Databa
         )[0]
 
     assert record_as(stale, "worker-a") is False
-    assert _stage(db, started.transaction_id) == "processing" and _count(db, jobs) == 1
+    assert _stage(db, started.transaction_id) == "processing" and _count(db, jobs) == _count(db, transient_secrets) == 1
     assert record_as(taken_over, "worker-b") is True
-    assert _stage(db, started.transaction_id) == "approved" and _count(db, jobs) == 0
+    assert _stage(db, started.transaction_id) == "approved"
+    assert _count(db, jobs) == _count(db, transient_secrets) == 0  # the CVV is forgotten with the outcome
 
 
 def _stage(db: Database, tx_id: int) -> str:
