@@ -554,17 +554,17 @@ def record(
     return True
 
 
-_LOG_ATTEMPT = Prepared(
-    insert(callback_attempts).values(
-        callback_id=bindparam("id"),
-        at_ms=bindparam("at_ms"),
-        url=bindparam("attempt_url"),
-        http_status=bindparam("http_status"),
-        error=bindparam("error"),
-        latency_ms=bindparam("latency_ms"),
-        response_excerpt=bindparam("excerpt"),
-    )
-)
+# An attempt's log row: each column of ``callback_attempts`` and the parameter ``record`` gives it, for the
+# INSERT here and for the one PostgreSQL runs inside the callback's UPDATE (``_logged_with``).
+_ATTEMPT_COLUMNS = {
+    "at_ms": bindparam("at_ms", type_=BigInteger()),
+    "url": bindparam("attempt_url", type_=Text()),
+    "http_status": bindparam("http_status", type_=Integer()),
+    "error": bindparam("error", type_=Text()),
+    "latency_ms": bindparam("latency_ms", type_=Integer()),
+    "response_excerpt": bindparam("excerpt", type_=Text()),
+}
+_LOG_ATTEMPT = Prepared(insert(callback_attempts).values(callback_id=bindparam("id"), **_ATTEMPT_COLUMNS))
 
 
 def _moved_on(state: str, **changes: Any) -> Prepared:
@@ -600,21 +600,10 @@ def _logged_with(moved_on: Any) -> Any:
     trip fewer an attempt; the attempt is written only with the row the fence let through."""
     moved = moved_on.cte("moved")
     logged = insert(callback_attempts).from_select(
-        ["callback_id", "at_ms", "url", "http_status", "error", "latency_ms", "response_excerpt"],
-        select(moved.c.id, *(bindparam(name, type_=kind) for name, kind in _ATTEMPT_BINDS)),
+        ["callback_id", *_ATTEMPT_COLUMNS], select(moved.c.id, *_ATTEMPT_COLUMNS.values())
     )
     names = ("others_pending", "failures", "failed_at_ms", "probe_at_ms")
     return select(*(moved.c[name] for name in names)).add_cte(logged.cte("logged"))
-
-
-_ATTEMPT_BINDS = (
-    ("at_ms", BigInteger()),
-    ("attempt_url", Text()),
-    ("http_status", Integer()),
-    ("error", Text()),
-    ("latency_ms", Integer()),
-    ("excerpt", Text()),
-)
 
 
 def _outage_in(row: Record | None) -> Outage:

@@ -95,11 +95,9 @@ def next_due(conn: Connection) -> int | None:
     return earliest_claimable(found["free"], lease_ends=found["lease_ends"])
 
 
-_HELD = Prepared(
-    select(jobs.c.id)
-    .where(jobs.c.id == bindparam("job_id"), jobs.c.lease_owner == bindparam("owner"))
-    .with_for_update()
-)
+# A job the caller (``owner``) still holds the lease on: what fences the writes that follow.
+_HELD_BY_OWNER = (jobs.c.id == bindparam("job_id"), jobs.c.lease_owner == bindparam("owner"))
+_HELD = Prepared(select(jobs.c.id).where(*_HELD_BY_OWNER).with_for_update())
 _FINISH = Prepared(delete(jobs).where(jobs.c.id == bindparam("job_id")))
 
 
@@ -120,7 +118,9 @@ def finish_held(conn: Connection, job: Job, owner: str) -> bool:
     return bool(_FINISH_HELD.execute(conn, {"job_id": job.id, "owner": owner}).rowcount == 1)
 
 
-_FINISH_HELD = Prepared(delete(jobs).where(jobs.c.id == bindparam("job_id"), jobs.c.lease_owner == bindparam("owner")))
+# The fence as a statement, also written into other statements (``orders.fenced_outcome_context``).
+FINISH_HELD = delete(jobs).where(*_HELD_BY_OWNER)
+_FINISH_HELD = Prepared(FINISH_HELD)
 
 
 def retry_later(conn: Connection, job: Job, owner: str, run_at_ms: int) -> None:

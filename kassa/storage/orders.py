@@ -32,7 +32,7 @@ from kassa.domain.orders import OrderState, TxRecord
 from kassa.domain.transactions import TxType
 from kassa.storage import browser_sessions
 from kassa.storage.browser_sessions import SessionKind
-from kassa.storage.jobs import Job, JobKind, Lease, finish_held, leased
+from kassa.storage.jobs import FINISH_HELD, Job, JobKind, Lease, finish_held, leased
 from kassa.storage.prepared import Joined, Prepared, Record, Row, inserting
 from kassa.storage.tables import cards, endpoints, jobs, merchants, orders, transactions, transient_secrets
 from kassa.vault.tokens import SealedToken
@@ -413,7 +413,8 @@ class AuthorizationWork:
 
 _TRANSACTION = Prepared(select(transactions).where(transactions.c.id == bindparam("tx_id")))
 _LOCKED_ORDER = Prepared(select(orders).where(orders.c.id == bindparam("order_id")).with_for_update())
-_FORGET_SECRET = Prepared(delete(transient_secrets).where(transient_secrets.c.transaction_id == bindparam("tx_id")))
+_FORGET = delete(transient_secrets).where(transient_secrets.c.transaction_id == bindparam("tx_id"))
+_FORGET_SECRET = Prepared(_FORGET)
 _WRITE_OUTCOME = (
     update(transactions)
     .where(transactions.c.id == bindparam("tx_id"))
@@ -430,9 +431,7 @@ _WRITE_OUTCOME = (
 # PostgreSQL: the CVV forgotten by the same statement, a data-modifying CTE (one round trip fewer an outcome).
 _RECORD = Prepared(
     _WRITE_OUTCOME,
-    postgresql=_WRITE_OUTCOME.add_cte(
-        delete(transient_secrets).where(transient_secrets.c.transaction_id == bindparam("tx_id")).cte("forgotten")
-    ),
+    postgresql=_WRITE_OUTCOME.add_cte(_FORGET.cte("forgotten")),
 )
 
 
@@ -523,12 +522,7 @@ def _outcome_context(*required: ColumnElement[bool]) -> Joined:
 
 
 _LOCKED_OUTCOME_CONTEXT = _outcome_context()
-_FENCE = (
-    delete(jobs)
-    .where(jobs.c.id == bindparam("job_id"), jobs.c.lease_owner == bindparam("owner"))
-    .returning(jobs.c.id)
-    .cte("fence")
-)
+_FENCE = FINISH_HELD.returning(jobs.c.id).cte("fence")
 _FENCED_OUTCOME_CONTEXT = _outcome_context(exists(select(_FENCE.c.id)))
 
 
