@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, Connection, case, delete, insert, select, update
 
+from kassa.clock import date_time_text
 from kassa.domain.operators import Role
 from kassa.storage.prepared import Record
 from kassa.storage.tables import operator_sessions, operators
@@ -175,11 +176,14 @@ def lock_if_failed(conn: Connection, operator_id: int, limit: int, until_ms: int
     return None if count is None else int(count)
 
 
-def unlock(conn: Connection, operator_id: int) -> Operator:
-    """Ends a lockout at once (an admin's decision); the operator as it was."""
-    before = by_id(conn, operator_id)
+def unlock(conn: Connection, operator_id: int) -> tuple[dict[str, object], dict[str, object]]:
+    """Ends a lockout at once (an admin's decision, from the console or the CLI); what the audit log keeps
+    of it: the operator's lockout before and after."""
+    found = by_id(conn, operator_id)
     conn.execute(update(operators).where(operators.c.id == operator_id).values(failed_signins=0, locked_until_ms=None))
-    return before
+    locked_until = None if found.locked_until_ms is None else date_time_text(found.locked_until_ms)
+    before: dict[str, object] = {"email": found.email, "locked_until": locked_until}
+    return {**before, "failed_signins": found.failed_signins}, {"locked_until": None, "failed_signins": 0}
 
 
 def listing(conn: Connection) -> list[Operator]:

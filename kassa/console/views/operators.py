@@ -7,7 +7,7 @@ from functools import partial
 from sqlalchemy import Connection
 from starlette.responses import RedirectResponse, Response
 
-from kassa.clock import date_time_text, now_ms
+from kassa.clock import now_ms
 from kassa.console import credentials
 from kassa.console.access import Console, Visit, action, page
 from kassa.domain.operators import READ_AUDIT_LOG, Action, Role
@@ -83,13 +83,8 @@ async def operator_unlock(console: Console, visit: Visit) -> Response:
     may be known (reset that instead)."""
     operator_id = int(visit.request.path_params["operator_id"])
 
-    def unlock(conn: Connection) -> tuple[dict[str, object], dict[str, object]]:
-        found = operator_store.unlock(conn, operator_id)
-        locked_until = None if found.locked_until_ms is None else date_time_text(found.locked_until_ms)
-        before: dict[str, object] = {"email": found.email, "locked_until": locked_until}
-        return {**before, "failed_signins": found.failed_signins}, {"locked_until": None, "failed_signins": 0}
-
     try:
+        unlock = partial(operator_store.unlock, operator_id=operator_id)
         await console.audited(visit, Action.OPERATOR_UNLOCK, f"operator {operator_id}", unlock)
     except operator_store.NoOperator:
         return visit.page("refused.html", 404, reason="No such operator.")

@@ -119,10 +119,8 @@ def operator_unlock(email: str, as_json: bool) -> None:
     only admin among them), not one whose password may be known (reset-password that)."""
 
     def unlock(conn: Connection) -> Operator:
-        found = operator_store.unlock(conn, operator_store.by_email(conn, email).id)
-        locked_until = iso_time(found.locked_until_ms) if found.locked(now_ms()) else None
-        before = {"locked_until": locked_until, "failed_signins": found.failed_signins}
-        after = {"locked_until": None, "failed_signins": 0}
+        found = operator_store.by_email(conn, email)
+        before, after = operator_store.unlock(conn, found.id)
         entry = audit_log.Entry(_actor(), Action.OPERATOR_UNLOCK.code, found.email, before=before, after=after)
         audit_log.append(conn, entry, now_ms())
         return operator_store.by_id(conn, found.id)
