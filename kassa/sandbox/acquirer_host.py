@@ -110,6 +110,7 @@ class AcquirerHost:
         self._server = None
 
     async def __aenter__(self) -> AcquirerHost:
+        """Started on 127.0.0.1, any free port, unless started already."""
         if self._server is None:
             await self.start()
         return self
@@ -138,7 +139,7 @@ class AcquirerHost:
                     task = asyncio.create_task(self._answer(fields, writer))
                     answering.add(task)
                     task.add_done_callback(answering.discard)
-        except (framing.FramingError, ConnectionError) as problem:
+        except (framing.FramingError, OSError) as problem:  # OSError: resets, TLS errors
             log.warning("acquirer host: connection ended: %s", problem)
         finally:
             for task in answering:
