@@ -33,6 +33,7 @@ COMMAND_MODULES = {
     "backup": "backups",
     "restore": "backups",
     "vault": "vault",
+    "acquirer-sim": "acquirer_sim",
 }
 
 
