@@ -18,10 +18,10 @@ from typing import Any
 import orjson
 import pytest
 
-from kassa.processors.interface import Authorize, Card, Initiator
+from kassa.processors.interface import Authorize, Capture, Card, Initiator, Original
 from kassa.processors.iso8583 import dialect
 from kassa.processors.iso8583.link import CountingStans, Link, LinkState, NotSignedOn
-from kassa.processors.iso8583.messages import Terminal, build
+from kassa.processors.iso8583.messages import SentOriginal, Terminal, build, repeat_of, reversal_of
 from kassa.sandbox.acquirer_host import AcquirerHost
 from tests.support.proxy import _self_signed
 
@@ -116,6 +116,24 @@ def test_several_requests_in_flight_on_two_sockets_are_each_answered_to_their_ow
         assert network_codes(host) == ["001", "001"]
 
     run(scenario, late={slow: 0.05, slower: 0.1}, link={"sockets": 2})
+
+
+def test_follow_ups_built_from_what_was_sent_find_their_original_at_the_host() -> None:
+    async def scenario(host: AcquirerHost, caller: Caller) -> None:
+        await signed_on(caller.link)
+        sale, answer = await caller.sale(APPROVED_CARD)
+        assert answer is not None
+        reversal = reversal_of(REFERENCE, sale, await caller.stans.next(), datetime.now(UTC))
+        assert ((await caller.link.exchange(reversal)) or {}).get("39") == "00"  # 25 if 90 named no message seen
+        assert ((await caller.link.exchange(repeat_of(REFERENCE, reversal))) or {}).get("39") == "00"
+        original = Original("s-1", 1042, answer["38"], answer["37"], stan=sale["11"], transmitted_at=sale["7"])
+        capture = Capture(1, "s-2", 1042, "EUR", "Kassa test shop", original)
+        stan = await caller.stans.next()
+        advice = build(REFERENCE, TERMINAL, capture, stan, stan, datetime.now(UTC), original=SentOriginal.of(sale))
+        answered = await caller.link.exchange(advice)
+        assert answered is not None and (answered["t"], answered["39"]) == ("0230", "00")
+
+    run(scenario)
 
 
 def test_a_silent_card_gets_no_answer_after_the_response_timeout_and_nothing_is_left_in_flight() -> None:
