@@ -3,10 +3,12 @@ import pytest
 from kassa.domain.money import (
     CURRENCIES,
     MAX_MINOR,
+    NUMERIC,
     AmountError,
     Currency,
     currency,
     format_amount,
+    numeric_code,
     parse_amount,
 )
 
@@ -189,3 +191,19 @@ def test_format_amount_prints_every_minor_digit(minor: int, cur: Currency, text:
 @pytest.mark.parametrize("minor", [0, 1, 9, 10, 99, 100, 101, 1042, 123456789])
 def test_format_amount_round_trips_through_parse_amount(minor: int, cur: Currency) -> None:
     assert parse_amount(format_amount(minor, cur), cur) == minor
+
+
+def test_every_currency_has_its_own_three_digit_iso_numeric_code() -> None:
+    codes = [numeric_code(cur) for cur in CURRENCIES.values()]
+    assert all(len(code) == 3 and code.isdigit() for code in codes)
+    assert len(set(codes)) == len(codes)
+    assert NUMERIC.keys() == CURRENCIES.keys()
+
+
+@pytest.mark.parametrize(
+    ("code", "numeric"),
+    [("EUR", "978"), ("USD", "840"), ("GBP", "826"), ("JPY", "392"), ("KWD", "414"), ("ALL", "008"),
+     ("BYN", "933"), ("XCG", "532"), ("ZWG", "924"), ("VES", "928")],
+)  # fmt: skip
+def test_numeric_code_is_iso_4217s(code: str, numeric: str) -> None:
+    assert numeric_code(currency(code)) == numeric
