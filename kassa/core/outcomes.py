@@ -77,7 +77,13 @@ def record_for_job(
     context = order_store.fenced_outcome_context(conn, job, owner)
     if context is None:
         return False, NOTHING_QUEUED
-    queued = _recorded(conn, context, job.transaction_id, outcome, now_ms, callback_lease)
+    still_unknown = outcome.stage is Stage.UNKNOWN and Stage(context[1]["stage"]) is Stage.UNKNOWN
+    # An acquirer still without an answer (a reversal unanswered, CONTRACT §15): asked again later, unchanged.
+    queued = (
+        NOTHING_QUEUED
+        if still_unknown
+        else _recorded(conn, context, job.transaction_id, outcome, now_ms, callback_lease)
+    )
     if outcome.stage is Stage.UNKNOWN:
         reconcile_at = now_ms + reconcile_after_ms
         job_queue.add(conn, JobKind.RECONCILE, job.transaction_id, run_at_ms=reconcile_at, now_ms=now_ms)

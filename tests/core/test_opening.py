@@ -247,3 +247,19 @@ def test_an_outcome_whose_job_another_worker_took_over_writes_nothing_and_the_ho
 def _stage(db: Database, tx_id: int) -> str:
     query = select(transactions.c.stage).where(transactions.c.id == tx_id)
     return str(db.read_sync(lambda conn: conn.execute(query).scalar_one()))
+
+
+def test_an_unknown_still_unknown_when_asked_again_changes_nothing_and_is_asked_again_later(db: Database) -> None:
+    merchant_id, endpoint_id = _endpoint(db)
+    started = db.write_sync(lambda conn: open_order(conn, _sale(merchant_id, endpoint_id, "o-1", "s-1")))
+    [job] = db.write_sync(lambda conn: job_queue.claim(conn, "worker-a", 2, 1000, 10))
+    unknown = Outcome(Stage.UNKNOWN)
+    db.write_sync(lambda conn: outcomes.record_for_job(conn, job, "worker-a", unknown, 3, reconcile_after_ms=60_000))
+    [reconcile] = db.write_sync(lambda conn: job_queue.claim(conn, "worker-a", 60_003, 1000, 10))
+    recorded, queued = db.write_sync(
+        lambda conn: outcomes.record_for_job(conn, reconcile, "worker-a", unknown, 60_004, reconcile_after_ms=60_000)
+    )
+    assert recorded and queued.count == 0
+    assert _stage(db, started.transaction_id) == "unknown"
+    due = db.read_sync(lambda conn: conn.execute(select(jobs.c.kind, jobs.c.run_at_ms)).all())
+    assert [tuple(row) for row in due] == [("reconcile", 120_004)]
