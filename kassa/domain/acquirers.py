@@ -226,6 +226,11 @@ class Connection:
             needs = "needs its link settings" if self.link is None else "has no settings"
             raise ValueError(f"a connection of kind {self.kind.value} {needs}")
 
+    def as_dict(self) -> dict[str, Any]:
+        """What the CLI's JSON and the audit log show of it: whether a secret is set, never the secret."""
+        shown = {"name": self.name, "kind": self.kind.value, "enabled": self.enabled, "secret": self.has_secret}
+        return {**shown, **(self.link.as_dict() if self.link else {})}
+
 
 def route_problem(mode: Mode, route: Sequence[Connection]) -> str | None:
     """What is wrong with ``route`` as the ordered connections of an endpoint in ``mode``, or None.

@@ -4,12 +4,12 @@ alone; every other read says only whether one is set."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from sqlalchemy import Connection, delete, insert, select, update
 
 from kassa.domain.acquirers import Connection as AcquirerConnection
-from kassa.domain.acquirers import Kind, LinkSettings, route_problem
+from kassa.domain.acquirers import Kind, LinkSettings, read_link, route_problem
 from kassa.domain.merchants import Mode
 from kassa.storage import merchants as merchant_store
 from kassa.storage.prepared import Record
@@ -27,8 +27,9 @@ class NoConnection(merchant_store.NotFound):
     pass
 
 
-class RouteRefused(ValueError):
-    """A route the rule of ``domain.acquirers.route_problem`` refuses; the message says why."""
+class Refused(ValueError):
+    """A change the rules refuse (a route ``domain.acquirers.route_problem`` refuses, settings for the
+    sandbox); the message says why."""
 
 
 def secret_context(connection_id: int) -> str:
@@ -67,6 +68,28 @@ def listing(conn: Connection) -> list[AcquirerConnection]:
     return [_connection(row) for row in conn.execute(_READ.order_by(acquirer_connections.c.name)).mappings()]
 
 
+def change(
+    conn: Connection,
+    vault: Vault,
+    name: str,
+    values: Mapping[str, str | bool],
+    secret: str | None,
+    clear_secret: bool,
+    now_ms: int,
+) -> tuple[AcquirerConnection, AcquirerConnection]:
+    """Changes the settings ``values`` names (as ``domain.acquirers.read_link`` reads them, a
+    ``SettingProblem`` naming the one at fault), seals ``secret`` in place of any, or removes the secret;
+    returns the connection before and after."""
+    before = by_name(conn, name)
+    if before.link is None and (values or secret is not None or clear_secret):
+        raise Refused(f"{name} is a sandbox connection: it has no settings and no secret")
+    if values:
+        set_link(conn, before.id, read_link(values, before.link), now_ms)
+    if secret is not None or clear_secret:
+        set_secret(conn, vault, before.id, secret, now_ms)
+    return before, by_id(conn, before.id)
+
+
 def set_link(conn: Connection, connection_id: int, link: LinkSettings, now_ms: int) -> None:
     conn.execute(
         update(acquirer_connections)
@@ -85,12 +108,18 @@ def set_secret(conn: Connection, vault: Vault, connection_id: int, secret: str |
     )
 
 
-def set_enabled(conn: Connection, connection_id: int, enabled: bool, now_ms: int) -> None:
+def set_enabled(
+    conn: Connection, name: str, enabled: bool, now_ms: int
+) -> tuple[AcquirerConnection, AcquirerConnection]:
+    """Enables or disables the connection (a disabled one stays in routes but takes no payment); returns it
+    before and after."""
+    before = by_name(conn, name)
     conn.execute(
         update(acquirer_connections)
-        .where(acquirer_connections.c.id == connection_id)
+        .where(acquirer_connections.c.id == before.id)
         .values(enabled=enabled, updated_at_ms=now_ms)
     )
+    return before, by_id(conn, before.id)
 
 
 def secret_of(conn: Connection, vault: Vault, connection_id: int) -> str | None:
@@ -118,20 +147,26 @@ def route(conn: Connection, endpoint_id: int) -> list[AcquirerConnection]:
     return routes(conn, [endpoint_id])[endpoint_id]
 
 
-def set_route(
-    conn: Connection, endpoint_id: int, names: Sequence[str]
-) -> tuple[list[AcquirerConnection], list[AcquirerConnection]]:
-    """Replaces the endpoint's route by the connections ``names``, in that order, if the rule allows it
-    for the endpoint's mode (else ``RouteRefused``); returns the route before and after."""
+def endpoint_mode(conn: Connection, endpoint_id: int) -> Mode:
+    """The mode of an endpoint that has a route (a group has none: its members do)."""
     row = conn.execute(select(endpoints.c.kind, endpoints.c.mode).where(endpoints.c.id == endpoint_id)).first()
     if row is None:
         raise merchant_store.NotFound(f"no endpoint or group {endpoint_id}")
     if row.kind == "group":
-        raise RouteRefused(f"{endpoint_id} is a group: set the connections of its member endpoints")
+        raise Refused(f"{endpoint_id} is a group: its member endpoints have connections")
+    return Mode(row.mode)
+
+
+def set_route(
+    conn: Connection, endpoint_id: int, names: Sequence[str]
+) -> tuple[list[AcquirerConnection], list[AcquirerConnection]]:
+    """Replaces the endpoint's route by the connections ``names``, in that order, if the rule allows it
+    for the endpoint's mode (else ``Refused``); returns the route before and after."""
+    mode = endpoint_mode(conn, endpoint_id)
     chosen = [by_name(conn, name) for name in names]
-    problem = route_problem(Mode(row.mode), chosen)
+    problem = route_problem(mode, chosen)
     if problem:
-        raise RouteRefused(f"endpoint {endpoint_id}: {problem}")
+        raise Refused(f"endpoint {endpoint_id}: {problem}")
     before = route(conn, endpoint_id)
     conn.execute(delete(endpoint_connections).where(endpoint_connections.c.endpoint_id == endpoint_id))
     conn.execute(
@@ -153,6 +188,17 @@ def endpoints_using(conn: Connection, connection_id: int) -> list[tuple[int, Mod
         .order_by(endpoints.c.id)
     )
     return [(int(endpoint_id), Mode(mode)) for endpoint_id, mode in conn.execute(query)]
+
+
+def route_problems(conn: Connection, connection_id: int) -> dict[int, str]:
+    """The endpoints listing the connection whose routes the rule now refuses (one disabled, or switched
+    to live), with what is wrong: what an operator must fix before routing uses them."""
+    found = {}
+    for endpoint_id, mode in endpoints_using(conn, connection_id):
+        problem = route_problem(mode, route(conn, endpoint_id))
+        if problem:
+            found[endpoint_id] = problem
+    return found
 
 
 def _connection(row: Record) -> AcquirerConnection:

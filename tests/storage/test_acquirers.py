@@ -11,7 +11,7 @@ from cryptography.exceptions import InvalidTag
 from sqlalchemy import Connection, select
 from sqlalchemy.exc import IntegrityError
 
-from kassa.domain.acquirers import Kind, read_link
+from kassa.domain.acquirers import Kind, SettingProblem, read_link
 from kassa.domain.merchants import Mode
 from kassa.storage import acquirers
 from kassa.storage import merchants as merchant_store
@@ -77,15 +77,41 @@ def test_the_secret_is_sealed_bound_to_its_connection_and_opened_on_purpose_alon
 
 def test_settings_secret_and_state_change_and_the_secret_can_be_removed(db: Database) -> None:
     bank = _create(db, "bank", KEY)
-    tuned = replace(LINK, sockets=4, tls=True)
+    before, after = db.write_sync(
+        lambda conn: acquirers.change(conn, TEST_VAULT, "bank", {"sockets": "4", "tls": True}, None, True, 2000)
+    )
+    assert (before, after) == (bank, replace(bank, link=replace(LINK, sockets=4, tls=True), has_secret=False))
+    _, disabled = db.write_sync(lambda conn: acquirers.set_enabled(conn, "bank", False, 3000))
+    assert disabled == replace(after, enabled=False)
+    _, resealed = db.write_sync(lambda conn: acquirers.change(conn, TEST_VAULT, "bank", {}, "new key", False, 4000))
+    assert (
+        resealed.has_secret and db.read_sync(lambda conn: acquirers.secret_of(conn, TEST_VAULT, bank.id)) == "new key"
+    )
 
-    def change(conn: Connection) -> acquirers.AcquirerConnection:
-        acquirers.set_link(conn, bank.id, tuned, 2000)
-        acquirers.set_secret(conn, TEST_VAULT, bank.id, None, 2000)
-        acquirers.set_enabled(conn, bank.id, False, 2000)
-        return acquirers.by_id(conn, bank.id)
 
-    assert db.write_sync(change) == replace(bank, link=tuned, has_secret=False, enabled=False)
+def test_a_bad_setting_is_refused_naming_it_and_the_sandbox_takes_none(db: Database) -> None:
+    _create(db, "bank")
+    with pytest.raises(SettingProblem, match="port") as refused:
+        db.write_sync(lambda conn: acquirers.change(conn, TEST_VAULT, "bank", {"port": "0"}, None, False, 2000))
+    assert refused.value.field == "port"
+    with pytest.raises(acquirers.Refused, match="sandbox is a sandbox connection: it has no settings"):
+        db.write_sync(lambda conn: acquirers.change(conn, TEST_VAULT, "sandbox", {"port": "1"}, None, False, 2000))
+    with pytest.raises(acquirers.Refused, match="no settings and no secret"):
+        db.write_sync(lambda conn: acquirers.change(conn, TEST_VAULT, "sandbox", {}, "key", False, 2000))
+
+
+def test_endpoints_whose_route_a_disabled_connection_breaks_are_named(db: Database) -> None:
+    merchant_id, sandbox_endpoint = db.write_sync(shop_endpoint)
+    spec = merchant_store.EndpointSpec(merchant_id, "EUR", Mode.LIVE, False, "", None, None, False)
+    live = db.write_sync(lambda conn: merchant_store.create_endpoint(conn, spec, 0))
+    bank = _create(db, "bank")
+    db.write_sync(lambda conn: acquirers.set_route(conn, live, ["bank"]))
+    db.write_sync(lambda conn: acquirers.set_route(conn, sandbox_endpoint, ["bank", "sandbox"]))
+    assert db.read_sync(lambda conn: acquirers.route_problems(conn, bank.id)) == {}
+    db.write_sync(lambda conn: acquirers.set_enabled(conn, "bank", False, 2000))
+    assert db.read_sync(lambda conn: acquirers.route_problems(conn, bank.id)) == {
+        live: "a live endpoint needs at least one enabled ISO 8583 connection"
+    }
 
 
 def test_a_new_sandbox_endpoint_is_routed_to_the_sandbox_and_a_live_one_to_nothing(db: Database) -> None:
@@ -131,7 +157,7 @@ def test_a_route_the_rule_refuses_leaves_the_old_one(db: Database, names: list[s
     live = db.write_sync(lambda conn: merchant_store.create_endpoint(conn, spec, 0))
     _create(db, "bank")
     db.write_sync(lambda conn: acquirers.set_route(conn, live, ["bank"]))
-    with pytest.raises((acquirers.RouteRefused, merchant_store.NotFound), match=message):
+    with pytest.raises((acquirers.Refused, merchant_store.NotFound), match=message):
         db.write_sync(lambda conn: acquirers.set_route(conn, live, names))
     assert [c.name for c in db.read_sync(lambda conn: acquirers.route(conn, live))] == ["bank"]
 
@@ -139,7 +165,7 @@ def test_a_route_the_rule_refuses_leaves_the_old_one(db: Database, names: list[s
 def test_a_group_and_an_unknown_endpoint_have_no_route_to_set(db: Database) -> None:
     merchant_id, endpoint_id = db.write_sync(shop_endpoint)
     group = db.write_sync(lambda conn: merchant_store.create_group(conn, merchant_id, [endpoint_id], 0))
-    with pytest.raises(acquirers.RouteRefused, match="is a group"):
+    with pytest.raises(acquirers.Refused, match="is a group: its member endpoints have connections"):
         db.write_sync(lambda conn: acquirers.set_route(conn, group, ["sandbox"]))
     with pytest.raises(merchant_store.NotFound, match="no endpoint or group 999999"):
         db.write_sync(lambda conn: acquirers.set_route(conn, 999999, ["sandbox"]))
