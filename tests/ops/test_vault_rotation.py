@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, insert, select, update
 
 from kassa.core.opening import new_card, open_order
+from kassa.domain.acquirers import read_link
 from kassa.domain.operators import Role
 from kassa.domain.transactions import TxType
 from kassa.ops import vault_rotation
-from kassa.domain.acquirers import read_link
 from kassa.storage import acquirers as acquirer_store
 from kassa.storage import merchants as merchant_store
 from kassa.storage import operators as operator_store
