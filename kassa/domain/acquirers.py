@@ -232,6 +232,17 @@ class Connection:
         return {**shown, **(self.link.as_dict() if self.link else {})}
 
 
+def changes(
+    before: Connection, after: Connection, *, new_secret: bool = False
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What a change of a connection changed, before and after, as its audit entry records it; a new
+    secret is named as such (both sides say only "set"), never shown."""
+    was, now = before.as_dict(), after.as_dict()
+    names = [name for name in now if was.get(name) != now[name] or (new_secret and name == "secret")]
+    shown_after = {name: "new" if new_secret and name == "secret" else now[name] for name in names}
+    return {name: was.get(name) for name in names}, shown_after
+
+
 def route_problem(mode: Mode, route: Sequence[Connection]) -> str | None:
     """What is wrong with ``route`` as the ordered connections of an endpoint in ``mode``, or None.
 

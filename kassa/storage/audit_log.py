@@ -31,12 +31,6 @@ def _json(value: Any) -> str | None:
     return None if value is None else orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
-def changed(before: dict[str, Any], after: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Of two descriptions of one thing, the values that differ: what an entry of a change records."""
-    names = [name for name in {**before, **after} if before.get(name) != after.get(name)]
-    return {name: before.get(name) for name in names}, {name: after.get(name) for name in names}
-
-
 def append(conn: Connection, entry: Entry, now_ms: int) -> int:
     values = dict(
         at_ms=now_ms,

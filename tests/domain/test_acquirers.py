@@ -11,6 +11,7 @@ from kassa.domain.acquirers import (
     Kind,
     LinkSettings,
     SettingProblem,
+    changes,
     name_problem,
     read_link,
     routable,
@@ -135,6 +136,13 @@ def test_a_secret_must_be_something_and_not_huge() -> None:
     assert secret_problem("-----BEGIN PRIVATE KEY-----\n...") is None
     assert secret_problem(" \n") == "the secret is empty"
     assert secret_problem("k" * 16385) == "the secret is longer than 16 KiB"
+
+
+def test_a_change_is_recorded_as_what_differs_and_a_new_secret_as_new_never_its_value() -> None:
+    tuned = replace(BANK, link=replace(LINK, sockets=2), has_secret=True)
+    assert changes(BANK, tuned) == ({"sockets": 1, "secret": False}, {"sockets": 2, "secret": True})
+    assert changes(tuned, tuned, new_secret=True) == ({"secret": True}, {"secret": "new"})
+    assert changes(tuned, tuned) == ({}, {})
 
 
 # --- routes ------------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from kassa.domain.acquirers import (
     MAX_SOCKETS,
     Kind,
     SettingProblem,
+    changes,
     name_problem,
     read_link,
     secret_problem,
@@ -166,9 +167,7 @@ def acquirer_update(name: str, secret_file: IO[str] | None, clear_secret: bool, 
 
     def change(conn: Connection) -> AcquirerConnection:
         before, after = acquirer_store.change(conn, keys, name, given, secret, clear_secret, now_ms())
-        was, now = audit_log.changed(before.as_dict(), after.as_dict())
-        if secret is not None:  # a new secret differs from the old even when both are "set"
-            was, now = {**was, "secret": before.has_secret}, {**now, "secret": "new"}
+        was, now = changes(before, after, new_secret=secret is not None)
         _audit(conn, Action.ACQUIRER_UPDATE, after, before=was, after=now)
         return after
 
