@@ -21,8 +21,10 @@ from kassa.engine.polling import Consumer
 from kassa.engine.scheduler import Scheduler
 from kassa.engine.worker import Worker, WorkerConfig
 from kassa.keyring import KeyRing
+from kassa.processors.interface import Authenticator
 from kassa.ratelimit import Limits
 from kassa.sandbox.acquirer import SandboxProcessor
+from kassa.sandbox.issuer import SandboxIssuer
 from kassa.settings import Settings
 from kassa.storage import merchants as merchant_store
 from kassa.storage.callbacks import DeliveryLimits
@@ -85,6 +87,7 @@ class Services:
     keys: KeyRing
     nonces: NonceBook
     shedder: LoadShedder  # whether the API refuses new work for overload now
+    authenticator: Authenticator  # 3-D Secure: the card issuers' decisions
     workers: list[Worker] = field(default_factory=list)
     scheduler: Scheduler | None = None
     dispatcher: CallbackDispatcher | None = None
@@ -142,7 +145,7 @@ def build_services(settings: Settings, worker_count: int) -> Services:
         crashpoints.arm(settings.test_crash_point)
     vault = load_vault(settings.vault_source)
     db = open_store(settings, vault, settings.db_threads)
-    processor = SandboxProcessor(settings.sandbox_latency_ms)
+    processor, issuer = SandboxProcessor(settings.sandbox_latency_ms), SandboxIssuer()
     config = WorkerConfig(
         settings.poll_interval,
         settings.job_lease_seconds,
@@ -156,11 +159,11 @@ def build_services(settings: Settings, worker_count: int) -> Services:
     limits = Limits.from_settings(settings)
     shedder = LoadShedder(db, settings.overload_job_age)
     if not worker_count:  # an API-only process: jobs, callbacks and scheduled work run elsewhere
-        return Services(settings, db, vault, directory, KeyRing(db), NonceBook(db), shedder, limits=limits)
+        return Services(settings, db, vault, directory, KeyRing(db), NonceBook(db), shedder, issuer, limits=limits)
     dispatcher = CallbackDispatcher(db, vault, _callback_config(settings))
-    workers = [Worker(db, vault, processor, config, callbacks=dispatcher) for _ in range(worker_count)]
+    workers = [Worker(db, vault, processor, issuer, config, callbacks=dispatcher) for _ in range(worker_count)]
     services = Services(
-        settings, db, vault, directory, KeyRing(db), NonceBook(db), shedder, workers, None, dispatcher, limits
+        settings, db, vault, directory, KeyRing(db), NonceBook(db), shedder, issuer, workers, None, dispatcher, limits
     )
     services.scheduler = Scheduler(
         db,

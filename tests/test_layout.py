@@ -76,3 +76,10 @@ def test_the_domain_imports_nothing_of_kassa_but_itself_and_the_signing_formulas
 
 def test_a_cycle_would_be_found() -> None:
     assert _cycle({"api": {"pages"}, "pages": {"web", "api"}}) == ["api", "pages", "api"]
+
+
+def test_only_the_composition_root_and_the_cli_know_the_sandbox_is_there() -> None:
+    """The engine, core and pages reach acquirers and issuers through ``processors.interface`` alone, so a
+    real acquirer takes the sandbox's place without a change to them."""
+    knowing = {unit for unit, targets in _imports().items() if "sandbox" in targets}
+    assert knowing <= {"runtime", "ops"}

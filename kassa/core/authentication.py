@@ -1,4 +1,6 @@
-"""The gateway's 3-D Secure server: each step of an authentication as one state change.
+"""The gateway's 3-D Secure server: each step of an authentication as one state change. What the card's
+issuer decides (the path, the challenge's code and verdict, the authentication values) comes from the
+``Authenticator`` the caller passes, named ``issuer`` here.
 
 A transaction with a card the issuer wants to authenticate leaves ``processing`` for ``3d_method``
 (the browser fingerprint step), ``3d_validating`` (a challenge) or straight to ``3d_validated``. The
@@ -17,10 +19,10 @@ from sqlalchemy import Connection
 from kassa.core.errors import NotWaiting
 from kassa.core.followups import OrderRef, locked_order
 from kassa.core.outcomes import move_stage, record
+from kassa.domain.action_codes import ActionCode
 from kassa.domain.lifecycle import Stage
 from kassa.domain.threeds_protocol import Step, ThreeDSPath
-from kassa.processors.interface import Outcome
-from kassa.sandbox import issuer
+from kassa.processors.interface import Authenticator, Outcome
 from kassa.storage import authentications as store
 from kassa.storage import browser_sessions
 from kassa.storage import jobs as job_queue
@@ -34,6 +36,7 @@ METHOD_WAIT_MS = 10_000  # SPEC.md: a Method step not completed within 10 s coun
 
 def begin(
     conn: Connection,
+    issuer: Authenticator,
     transaction_id: int,
     path: ThreeDSPath,
     brand: str | None,
@@ -61,7 +64,7 @@ def begin(
         job_queue.add(conn, JobKind.METHOD_TIMEOUT, transaction_id, run_at_ms=deadline, now_ms=now_ms)
     else:
         stage = Stage.THREE_D_VALIDATING
-        store.create(conn, transaction_id, {**started, **_challenge()}, now_ms)
+        store.create(conn, transaction_id, {**started, **_challenge(issuer)}, now_ms)
     move_stage(conn, transaction_id, stage, now_ms)  # refuses a move the table does not allow
     if browser_sessions.session_of(conn, transaction_id, SessionKind.CHECKOUT) is None:
         kind = SessionKind.CHECKOUT
@@ -70,7 +73,9 @@ def begin(
     return stage
 
 
-def method_result(conn: Connection, transaction_id: int, comp_ind: str, brand: str | None, now_ms: int) -> None:
+def method_result(
+    conn: Connection, issuer: Authenticator, transaction_id: int, comp_ind: str, brand: str | None, now_ms: int
+) -> None:
     """The Method step ended (Y: completed, N: not within 10 s, U: no Method URL); the AReq follows."""
     authentication = _at_step(conn, transaction_id, Step.METHOD)
     if ThreeDSPath(str(authentication["path"])) is ThreeDSPath.METHOD_FRICTIONLESS:
@@ -78,11 +83,13 @@ def method_result(conn: Connection, transaction_id: int, comp_ind: str, brand: s
         store.change(conn, transaction_id, now_ms, step=Step.DONE, comp_ind=comp_ind, **authenticated)
         _validated(conn, transaction_id, now_ms)
     else:
-        store.change(conn, transaction_id, now_ms, comp_ind=comp_ind, **_challenge())
+        store.change(conn, transaction_id, now_ms, comp_ind=comp_ind, **_challenge(issuer))
         move_stage(conn, transaction_id, Stage.THREE_D_VALIDATING, now_ms)
 
 
-def acs_answer(conn: Connection, acs_trans_id: str, code: str, brand: str | None, now_ms: int) -> str:
+def acs_answer(
+    conn: Connection, issuer: Authenticator, acs_trans_id: str, code: str, brand: str | None, now_ms: int
+) -> str:
     """The issuer's ACS judges the code the cardholder entered; returns transStatus (Y or N)."""
     authentication = store.by_acs_trans_id(conn, acs_trans_id)
     if authentication is None or authentication["step"] != Step.CHALLENGE or authentication["trans_status"] != "C":
@@ -105,12 +112,12 @@ def complete_challenge(conn: Connection, transaction_id: int, now_ms: int) -> No
         record(conn, transaction_id, _failed("failed: wrong challenge answer"), now_ms)
 
 
-def method_timeout(conn: Connection, transaction_id: int, now_ms: int) -> int:
+def method_timeout(issuer: Authenticator, conn: Connection, transaction_id: int, now_ms: int) -> int:
     """The Method step timed out; returns the callbacks queued (none: authentication goes on)."""
     authentication = store.of_transaction(conn, transaction_id, lock=True)
     if authentication is not None and authentication["step"] == Step.METHOD:
         brand = order_store.card_brand(conn, transaction_id)
-        method_result(conn, transaction_id, "N", brand, now_ms)
+        method_result(conn, issuer, transaction_id, "N", brand, now_ms)
     return 0
 
 
@@ -122,7 +129,7 @@ def session_timeout(conn: Connection, transaction_id: int, now_ms: int) -> int:
         return 0
     if stage is Stage.PROCESSING and job_queue.exists(conn, transaction_id, JobKind.PROCESS):
         return 0  # the card is in: processing decides
-    outcome = Outcome(Stage.DECLINED, "100", "The customer did not complete the payment in time")
+    outcome = Outcome(Stage.DECLINED, ActionCode.DO_NOT_HONOUR, "The customer did not complete the payment in time")
     return record(conn, transaction_id, outcome, now_ms).count
 
 
@@ -138,12 +145,12 @@ def _validated(conn: Connection, transaction_id: int, now_ms: int) -> None:
     job_queue.add(conn, JobKind.PROCESS, transaction_id, run_at_ms=now_ms, now_ms=now_ms)
 
 
-def _challenge() -> dict[str, object]:
+def _challenge(issuer: Authenticator) -> dict[str, object]:
     return {"step": Step.CHALLENGE, "trans_status": "C", "challenge_code": issuer.challenge_code()}
 
 
 def _failed(why: str) -> Outcome:
-    return Outcome(Stage.DECLINED, "100", f"3-D Secure authentication {why}")
+    return Outcome(Stage.DECLINED, ActionCode.DO_NOT_HONOUR, f"3-D Secure authentication {why}")
 
 
 # A step a merchant's own pages report (CONTRACT §8): the transaction, and its authentication record if any.

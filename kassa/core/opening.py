@@ -110,10 +110,11 @@ def collect_card(
     return True
 
 
-def opened_work(new: NewOrder, started: Started) -> AuthorizationWork | None:
+def opened_work(new: NewOrder, started: Started, descriptor: str) -> AuthorizationWork | None:
     """What ``order_store.load_authorization`` would read for the transaction ``new`` just opened with the card it
-    sent, made from what was written; None when the order was not opened here with such a card (a rebill's
-    stored card, a hosted form, a repeat) or its transaction keeps a destination as well."""
+    sent (on an endpoint with ``descriptor``), made from what was written; None when the order was not opened
+    here with such a card (a rebill's stored card, a hosted form, a repeat) or its transaction keeps a
+    destination as well."""
     card, card_id = new.card, started.card_id
     if card is None or card_id is None or not started.created or rule(new.tx_type).reads_destination(has_card=True):
         return None
@@ -127,8 +128,10 @@ def opened_work(new: NewOrder, started: Started) -> AuthorizationWork | None:
     order = {
         "id": started.order_id,
         "merchant_id": new.merchant_id,
+        "endpoint_id": new.endpoint_id,
         "card_ref_id": new.card_ref_id,
         "recurring_payment_id": new.recurring_payment_id,
+        "descriptor": descriptor,
     }
     stored = {
         "id": card_id,

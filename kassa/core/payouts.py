@@ -16,12 +16,11 @@ from kassa.core import opening, outcomes, recurring
 from kassa.core.followups import OrderRef, locked_order
 from kassa.core.outbox import NOTHING_QUEUED, Queued
 from kassa.domain import ledger
+from kassa.domain.action_codes import ActionCode
 from kassa.domain.lifecycle import Stage, status_of
 from kassa.domain.orders import OrderRuleError, Refusal
 from kassa.domain.transactions import TxType, rule
 from kassa.processors.interface import Outcome
-from kassa.sandbox.acquirer import DECLINES
-from kassa.sandbox.triggers import Trigger
 from kassa.storage import jobs as job_queue
 from kassa.storage import ledger as ledger_store
 from kassa.storage import orders as order_store
@@ -32,8 +31,8 @@ from kassa.storage.tables import payout_destinations
 
 NOT_COVERED = Outcome(
     Stage.DECLINED,
-    Trigger.INSUFFICIENT_FUNDS.value,
-    DECLINES[Trigger.INSUFFICIENT_FUNDS] + " on the merchant's balance",
+    ActionCode.INSUFFICIENT_FUNDS,
+    ActionCode.INSUFFICIENT_FUNDS.message + " on the merchant's balance",
 )
 
 

@@ -88,6 +88,13 @@ class Endpoint:
     def member_ids(self) -> tuple[int, ...]:
         return tuple(m.id for m in self.members) if self.is_group else (self.id,)
 
+    def member(self, endpoint_id: int) -> Endpoint:
+        """The endpoint ``endpoint_id`` as reached through this one: itself, or the group's member (an order
+        opened through a group belongs to the member); itself when it is neither."""
+        if self.id == endpoint_id:
+            return self
+        return next((e for e in self.members if e.id == endpoint_id), self)
+
     def for_currency(self, currency: str) -> Endpoint | None:
         """The endpoint that serves ``currency``: itself, or for a group the enabled member that does."""
         candidates = self.members if self.is_group else (self,)

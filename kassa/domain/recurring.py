@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
+from kassa.domain.action_codes import ActionCode
+
 _DAY_MS = 86_400_000
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")  # not fromisoformat's alone: it takes 2026-W05-1 too
 
@@ -60,7 +62,7 @@ class Retries:
 
 # The outcome of a charge whose card has expired by its due date: declined by the gateway itself, without
 # reaching the acquirer, with the ISO 8583 action code the acquirer would give (CONTRACT §9).
-EXPIRED_CARD_CODE = "101"
+EXPIRED_CARD_CODE = ActionCode.EXPIRED_CARD.value
 EXPIRED_CARD_MESSAGE = "Expired card: the recurring payment is stopped"
 
 

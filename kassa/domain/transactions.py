@@ -62,6 +62,20 @@ class FollowUp(StrEnum):
     EXPIRY = "expiry"  # cancelled when never captured within the authorization's lifetime
 
 
+class Flow(StrEnum):
+    """What the acquirer is asked to do (``processors.interface.Request``): each is a request type there."""
+
+    AUTHORIZE = "authorize"  # take (a sale) or hold (a preauth) money on a card
+    VERIFY = "verify"  # check a card, hold nothing
+    CAPTURE = "capture"  # take what an authorization held
+    REVERSE = "reverse"  # end an authorization before settlement
+    REFUND = "refund"  # give back what was taken
+    CREDIT = "credit"  # pay out to a destination
+    CHECK = "check"  # ask whether a payout to a destination would go through
+    TRANSFER = "transfer"  # from one card to another
+    NONE = "none"  # nothing is asked: the acquirer reports it (a chargeback)
+
+
 class Effect(StrEnum):
     """What an approval does to the order's ledger accounts (``ledger.posting`` says how)."""
 
@@ -90,6 +104,7 @@ class TxRule:
     on_opened: Effect = Effect.NONE  # posted in the transaction that accepts it
     on_failed: Effect = Effect.NONE  # posted when it ends declined, filtered or in error
     reported_as: str | None = None  # the transaction-type merchants see, when not the type's own name
+    flow: Flow = Flow.NONE
 
     def reads_destination(self, *, has_card: bool) -> bool:
         """Whether the order keeps a destination (``payout_destinations``): a card-to-card transfer's
@@ -113,6 +128,7 @@ def _from_balance(stage_prefix: str, reported_as: str | None = None) -> TxRule:
         on_opened=Effect.RESERVE,
         on_failed=Effect.UNRESERVE,
         reported_as=reported_as,
+        flow=Flow.CREDIT,
     )
 
 
@@ -120,7 +136,15 @@ _CARD_ORDER = frozenset({FollowUp.VOID, FollowUp.RETURN, FollowUp.SETTLEMENT, Fo
 
 TX_RULES: Mapping[TxType, TxRule] = {
     TxType.SALE: TxRule(
-        "sale", Direction.IN, Needs.CARD, Effect.BRING_IN, True, _CARD_ORDER, settles=True, cardholder_present=True
+        "sale",
+        Direction.IN,
+        Needs.CARD,
+        Effect.BRING_IN,
+        True,
+        _CARD_ORDER,
+        settles=True,
+        cardholder_present=True,
+        flow=Flow.AUTHORIZE,
     ),
     TxType.PREAUTH: TxRule(
         "auth",
@@ -130,24 +154,38 @@ TX_RULES: Mapping[TxType, TxRule] = {
         True,
         _CARD_ORDER | {FollowUp.CAPTURE, FollowUp.EXPIRY},
         cardholder_present=True,
+        flow=Flow.AUTHORIZE,
     ),
     TxType.ACCOUNT_VERIFICATION: TxRule(
-        "verify", Direction.NONE, Needs.CARD, Effect.NONE, True, frozenset({FollowUp.CARD_REF}), cardholder_present=True
+        "verify",
+        Direction.NONE,
+        Needs.CARD,
+        Effect.NONE,
+        True,
+        frozenset({FollowUp.CARD_REF}),
+        cardholder_present=True,
+        flow=Flow.VERIFY,
     ),
-    TxType.CAPTURE: TxRule("capture", Direction.IN, Needs.NOTHING, Effect.CAPTURE_HOLD, settles=True),
-    TxType.CANCEL: TxRule("cancel", Direction.RELEASE, Needs.NOTHING, Effect.RELEASE_HOLD),
-    TxType.VOID: TxRule("void", Direction.RELEASE, Needs.NOTHING, Effect.RELEASE_ALL),
-    TxType.REVERSAL: TxRule("reversal", Direction.OUT, Needs.NOTHING, Effect.GIVE_BACK),
+    TxType.CAPTURE: TxRule(
+        "capture", Direction.IN, Needs.NOTHING, Effect.CAPTURE_HOLD, settles=True, flow=Flow.CAPTURE
+    ),
+    TxType.CANCEL: TxRule("cancel", Direction.RELEASE, Needs.NOTHING, Effect.RELEASE_HOLD, flow=Flow.REVERSE),
+    TxType.VOID: TxRule("void", Direction.RELEASE, Needs.NOTHING, Effect.RELEASE_ALL, flow=Flow.REVERSE),
+    TxType.REVERSAL: TxRule("reversal", Direction.OUT, Needs.NOTHING, Effect.GIVE_BACK, flow=Flow.REFUND),
     TxType.CHARGEBACK: TxRule("chargeback", Direction.OUT, Needs.NOTHING, Effect.GIVE_BACK),
     TxType.PAYOUT: _from_balance("payout"),
     # payout-check: the destination checked, the order registered, no money moved (payout-pay adds the
     # payout itself to the order).
-    TxType.PAYOUT_CHECK: TxRule("payout", Direction.NONE, Needs.DESTINATION, Effect.NONE, True, reported_as="payout"),
+    TxType.PAYOUT_CHECK: TxRule(
+        "payout", Direction.NONE, Needs.DESTINATION, Effect.NONE, True, reported_as="payout", flow=Flow.CHECK
+    ),
     TxType.DEPOSIT_TRANSFER: _from_balance("transfer", reported_as="transfer"),
     # From one card to another: the money passes through, nothing stays on the merchant's accounts. The
     # source card's holder may be asked to authenticate (3-D Secure), as for a sale.
-    TxType.TRANSFER: TxRule("transfer", Direction.OUT, Needs.CARD_TO_CARD, Effect.NONE, True, cardholder_present=True),
-    TxType.PAN_ELIGIBILITY: TxRule("pan_eligibility", Direction.NONE, Needs.CARD, Effect.NONE, True),
+    TxType.TRANSFER: TxRule(
+        "transfer", Direction.OUT, Needs.CARD_TO_CARD, Effect.NONE, True, cardholder_present=True, flow=Flow.TRANSFER
+    ),
+    TxType.PAN_ELIGIBILITY: TxRule("pan_eligibility", Direction.NONE, Needs.CARD, Effect.NONE, True, flow=Flow.CHECK),
 }
 
 

@@ -14,20 +14,26 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 
-import orjson
 from sqlalchemy import Connection
 
 from kassa import metrics
 from kassa.clock import now_ms
 from kassa.core import authentication, outcomes
 from kassa.core.outbox import Queued
-from kassa.domain import destinations
 from kassa.domain.lifecycle import Stage, is_final
-from kassa.domain.transactions import TxType, rule
+from kassa.domain.transactions import Flow, TxType, rule
 from kassa.engine.callbacks import CallbackDispatcher
 from kassa.engine.polling import Consumer
-from kassa.processors.interface import Card, Outcome, Processor, TransactionRequest
+from kassa.engine.requests import authenticable, request_of
+from kassa.processors.interface import (
+    Authenticator,
+    Outcome,
+    Processor,
+    Request,
+)
+from kassa.storage import authentications as authentication_store
 from kassa.storage import jobs as job_queue
 from kassa.storage import orders as order_store
 from kassa.storage import payouts as payout_store
@@ -36,11 +42,12 @@ from kassa.storage.database import Database
 from kassa.storage.jobs import Job, JobKind
 from kassa.storage.orders import AuthorizationWork
 from kassa.vault import tokens
-from kassa.vault.keys import Vault, cvv_context, destination_context, pan_context
+from kassa.vault.keys import Vault
 
 log = logging.getLogger("kassa.worker")
 
 _BATCH = 32
+_FOLLOW_UPS = frozenset({Flow.CAPTURE, Flow.REVERSE, Flow.REFUND})  # they name the authorization they act on
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +72,7 @@ class Worker(Consumer):
         db: Database,
         vault: Vault,
         processor: Processor,
+        authenticator: Authenticator,
         config: WorkerConfig,
         callbacks: CallbackDispatcher | None = None,
     ) -> None:
@@ -72,12 +80,13 @@ class Worker(Consumer):
         self.callbacks = callbacks  # told of callbacks once committed, so they go out at once
         self.vault = vault
         self.processor = processor
+        self.authenticator = authenticator
         self.config = config
         # Every job kind, and what runs it.
         self._runs: dict[JobKind, Callable[[Job], Awaitable[None]]] = {
             JobKind.PROCESS: self._process,
             JobKind.RECONCILE: self._reconcile,
-            JobKind.METHOD_TIMEOUT: self._timer(authentication.method_timeout),
+            JobKind.METHOD_TIMEOUT: self._timer(partial(authentication.method_timeout, authenticator)),
             JobKind.SESSION_TIMEOUT: self._timer(authentication.session_timeout),
         }
 
@@ -120,7 +129,7 @@ class Worker(Consumer):
             await self._authorize(job, work)
 
     async def _authorize(self, job: Job, work: AuthorizationWork) -> None:
-        request = self._request(work)
+        request = request_of(await self._completed(job, work), self.vault)
         if await self._authentication_pending(job, work, request):
             return
         await self._record(job, work, await self.processor.process(request))
@@ -128,7 +137,8 @@ class Worker(Consumer):
     async def _reconcile(self, job: Job) -> None:
         work = await self._load(job)
         if work is not None:
-            await self._record(job, work, await self.processor.reconcile(self._request(work)))
+            request = request_of(await self._completed(job, work), self.vault)
+            await self._record(job, work, await self.processor.reconcile(request))
 
     async def _load(self, job: Job) -> AuthorizationWork | None:
         """What the processor needs; None (and the job finished) when a crash after the outcome left the
@@ -137,10 +147,21 @@ class Worker(Consumer):
         if is_final(Stage(work.transaction["stage"])):
             await self.db.write(lambda conn: self._fenced(conn, job, _nothing_left))
             return None
-        if rule(TxType(work.transaction["tx_type"])).reads_destination(has_card=work.card is not None):
-            order_id = work.order["id"]
+        return work
+
+    async def _completed(self, job: Job, work: AuthorizationWork) -> AuthorizationWork:
+        """``work`` with what only some transactions need read as well: where a payout goes, the
+        authorization a follow-up acts on, the result of the cardholder's authentication."""
+        row, order_id, tx_id = rule(TxType(work.transaction["tx_type"])), work.order["id"], job.transaction_id
+        if row.reads_destination(has_card=work.card is not None):
             found = await self.db.read_point(lambda conn: payout_store.destination_of(conn, order_id))
-            return dataclasses.replace(work, destination=found)
+            work = dataclasses.replace(work, destination=found)
+        if row.flow in _FOLLOW_UPS:
+            original = await self.db.read_point(lambda conn: order_store.authorization_of(conn, order_id))
+            work = dataclasses.replace(work, original=original)
+        if Stage(work.transaction["stage"]) is Stage.THREE_D_VALIDATED:
+            record = await self.db.read_point(lambda conn: authentication_store.of_transaction(conn, tx_id))
+            work = dataclasses.replace(work, authentication=record)
         return work
 
     async def _record(self, job: Job, work: AuthorizationWork, outcome: Outcome) -> None:
@@ -159,11 +180,15 @@ class Worker(Consumer):
                 },
             )
 
-    async def _authentication_pending(self, job: Job, work: AuthorizationWork, request: TransactionRequest) -> bool:
-        """Starts 3-D Secure when the issuer asks for it; True while it waits for the customer's browser."""
+    async def _authentication_pending(self, job: Job, work: AuthorizationWork, request: Request) -> bool:
+        """Starts 3-D Secure when the issuer asks for it; True while it waits for the customer's browser.
+        Only a cardholder's own payment is authenticated: nobody could answer for a rebill or a charge."""
         if Stage(work.transaction["stage"]) is not Stage.PROCESSING:
             return False  # authenticated already (3d_validated): authorize now
-        path = await self.processor.three_ds_path(request)
+        asked = authenticable(request)
+        if asked is None:
+            return False
+        path = await self.authenticator.path(asked)
         if path is None:
             return False
         brand = work.card["brand"] if work.card is not None else None
@@ -173,7 +198,9 @@ class Worker(Consumer):
         def start(conn: Connection) -> Stage | None:
             if not job_queue.still_held(conn, job, self.owner):
                 return None
-            stage = authentication.begin(conn, job.transaction_id, path, brand, now_ms(), ttl_ms, checkout)
+            stage = authentication.begin(
+                conn, self.authenticator, job.transaction_id, path, brand, now_ms(), ttl_ms, checkout
+            )
             if stage is not Stage.THREE_D_VALIDATED:
                 job_queue.finish(conn, job)
             return stage
@@ -208,44 +235,6 @@ class Worker(Consumer):
     def _wake_callbacks(self) -> None:
         if self.callbacks is not None:
             self.callbacks.wake()
-
-    def _request(self, work: AuthorizationWork) -> TransactionRequest:
-        tx, card, destination = work.transaction, self._card(work), self._destination(work)
-        return TransactionRequest(
-            order_id=work.order["id"],
-            serial=tx["serial_number"],
-            tx_type=TxType(tx["tx_type"]),
-            amount=tx["amount"],
-            currency=tx["currency"],
-            instrument=card or destination,
-            # A rebill or a recurring charge: nobody is there to answer 3-D Secure.
-            cardholder_present=work.order["card_ref_id"] is None and work.order["recurring_payment_id"] is None,
-            destination=destination if card else None,  # a card-to-card transfer's receiving card
-        )
-
-    def _card(self, work: AuthorizationWork) -> Card | None:
-        """The order's card, opened, with the CVV kept for its authorization."""
-        card = work.card
-        if card is None:
-            return None
-        cvv = None
-        if work.cvv_ciphertext is not None:
-            cvv = self.vault.decrypt(work.cvv_ciphertext, cvv_context(work.transaction["serial_number"]))
-        return Card(
-            pan=self.vault.decrypt(card["pan_ciphertext"], pan_context(work.order["merchant_id"])),
-            exp_month=card["exp_month"],
-            exp_year=card["exp_year"],
-            holder_name=card["holder_name"],
-            cvv=cvv,
-        )
-
-    def _destination(self, work: AuthorizationWork) -> destinations.Destination | None:
-        """Where a payout or transfer goes when it is not (only) the order's card, opened."""
-        if work.destination is None:
-            return None
-        context = destination_context(work.order["merchant_id"])
-        details = self.vault.decrypt(work.destination["details_ciphertext"], context)
-        return destinations.unsealed(work.destination["kind"], orjson.loads(details))
 
     async def _after_failure(self, job: Job) -> None:
         if job.attempts < self.config.max_attempts:

@@ -78,9 +78,10 @@ class AccessControlServer:
         if context is None or context.record is None:
             return message(*NOT_WAITING, status=409)
         brand = context.card["brand"] if context.card else None
+        code, issuer = fields.get("code", ""), self.services.authenticator
         try:
             status = await self.services.db.write(
-                lambda conn: authentication.acs_answer(conn, acs_trans_id, fields.get("code", ""), brand, now_ms())
+                lambda conn: authentication.acs_answer(conn, issuer, acs_trans_id, code, brand, now_ms())
             )
         except NotWaiting:
             return message(*NOT_WAITING, status=409)

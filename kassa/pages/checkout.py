@@ -175,7 +175,8 @@ class Pages:
         indicator = "Y" if context.record["method_notified"] else "N"
         brand = context.card["brand"] if context.card else None
         tx_id = context.transaction["id"]
-        await self._quietly(lambda conn: authentication.method_result(conn, tx_id, indicator, brand, now_ms()))
+        issuer = self.services.authenticator
+        await self._quietly(lambda conn: authentication.method_result(conn, issuer, tx_id, indicator, brand, now_ms()))
         return see_other(addresses.checkout(public_base(request, self.services.settings), token))
 
     async def method_notification(self, request: Request) -> Response:

@@ -1,2 +1,3 @@
-"""What the engine asks of an acquirer (``interface``): the sandbox implements it (``kassa.sandbox``); a
-real acquirer's connector would be a module here implementing the same ``Processor``."""
+"""The seam between the gateway and acquirers (``interface``): typed requests per flow, the ``Processor`` a
+connector implements and the ``Authenticator`` of 3-D Secure. The sandbox implements both
+(``kassa.sandbox``); only the composition root (``kassa.runtime``) chooses which one serves."""

@@ -1,19 +1,24 @@
-"""The processor interface: what the engine asks of an acquirer connector, and what it gets back.
+"""The seam between the gateway and the acquirers: what the engine asks of a connector, typed per flow, and
+what it gets back; and what it asks of the 3-D Secure side (``Authenticator``).
 
-The sandbox acquirer implements it; a real connector would too. The request carries the transaction and
-the payment instrument it runs on; the transaction's serial number is the idempotency key a connector
-passes on, so a retried job never charges twice at the acquirer.
+A connector (the sandbox acquirer, an ISO 8583 link) gets one request per transaction and answers an
+``Outcome``. Each request names its flow by its type, so a connector's ``match`` over ``Request`` ends in
+``assert_never`` and a new flow is handled everywhere before it type-checks. Requests carry what real
+acquirers need besides the money: the original transaction's references for follow-ups (ISO 8583 field 90,
+the authorization's approval code), the 3-D Secure result (field 48 ``EC``, ``CA``, ``DS``), who initiated the
+payment (``MI``) and the endpoint's descriptor (field 43). The transaction's serial number is the idempotency
+key a connector passes on, so a retried job never charges twice at the acquirer.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Protocol
 
 from kassa.domain.destinations import BankAccount, CardNumber, EWallet, Phone
 from kassa.domain.lifecycle import Stage
 from kassa.domain.threeds_protocol import ThreeDSPath
-from kassa.domain.transactions import TxType
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,24 +27,118 @@ class Card:
     exp_month: int
     exp_year: int
     holder_name: str
-    cvv: str | None  # absent for card-not-present charges (rebills, recurring)
+    brand: str | None = None
+    cvv: str | None = None  # only for the first authorization; absent for rebills and recurring charges
 
 
-# What a transaction can run on: a card, or where a payout goes. A processor's ``match`` over it ends in
-# ``assert_never``, so a new variant is handled everywhere before it type-checks.
-Instrument = Card | BankAccount | EWallet | Phone | CardNumber
+# Where a payout or a transfer's money goes: a card, or another destination.
+Destination = Card | BankAccount | EWallet | Phone | CardNumber
+
+
+class Initiator(StrEnum):
+    """Who started a payment (ISO 8583 field 48 ``MI``): schemes treat merchant-initiated ones differently."""
+
+    CARDHOLDER = "C"
+    RECURRING = "R"  # a recurring payment's scheduled charge
+    UNSCHEDULED = "U"  # a rebill on a stored card, made when the merchant decides
 
 
 @dataclass(frozen=True, slots=True)
-class TransactionRequest:
+class ThreeDSResult:
+    """What the cardholder's authentication gave, passed on with the authorization."""
+
+    version: str
+    trans_status: str
+    eci: str | None
+    cavv: str | None  # the authentication value (CAVV, AAV)
+    ds_trans_id: str | None  # the directory server's transaction id, when a directory server took part
+
+
+@dataclass(frozen=True, slots=True)
+class Original:
+    """The authorization a follow-up acts on, as the acquirer knows it (ISO 8583 field 90, and field 38 of a
+    capture). STAN and transmission time are those of the message that carried it, when it went over ISO
+    8583."""
+
+    serial: str
+    amount: int
+    approval_code: str | None
+    rrn: str | None
+    stan: str | None = None
+    transmitted_at: str | None = None  # field 7, MMDDhhmmss UTC
+
+
+@dataclass(frozen=True, slots=True)
+class Base:
     order_id: int
     serial: str
-    tx_type: TxType
-    amount: int
+    amount: int  # minor units
     currency: str
-    instrument: Instrument | None  # None for follow-ups, which act on the order's authorization
-    cardholder_present: bool = True  # False for a rebill: no 3-D Secure, nobody could answer it
-    destination: Instrument | None = None  # a card-to-card transfer's receiving card
+    descriptor: str
+
+
+@dataclass(frozen=True, slots=True)
+class Authorize(Base):
+    """A card payment: a sale (``capture``) or a preauth; a rebill's or recurring payment's charge too."""
+
+    card: Card
+    capture: bool
+    initiator: Initiator
+    three_ds: ThreeDSResult | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Verify(Base):
+    """An account verification or a card's eligibility check: the card is checked, nothing is held."""
+
+    card: Card
+    initiator: Initiator
+    three_ds: ThreeDSResult | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Capture(Base):
+    """Takes ``amount`` of the preauth ``original`` held."""
+
+    original: Original
+
+
+@dataclass(frozen=True, slots=True)
+class Reverse(Base):
+    """Ends the authorization ``original`` before settlement (a void, a cancel, an expiry): nothing is taken."""
+
+    original: Original
+
+
+@dataclass(frozen=True, slots=True)
+class Refund(Base):
+    """Gives back ``amount`` of what ``original`` took."""
+
+    original: Original
+
+
+@dataclass(frozen=True, slots=True)
+class Credit(Base):
+    """Pays ``amount`` to ``destination`` (a payout, a transfer from the merchant's balance); with
+    ``check_only``, asks only whether it could (a payout check), and moves nothing."""
+
+    destination: Destination
+    check_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Transfer(Base):
+    """Moves ``amount`` from ``card`` to ``destination``: a charge of one card and a credit to the other."""
+
+    card: Card
+    destination: CardNumber
+    initiator: Initiator
+    three_ds: ThreeDSResult | None = None
+
+
+Request = Authorize | Verify | Capture | Reverse | Refund | Credit | Transfer
+# The requests whose cardholder an issuer may ask to authenticate first.
+CardholderRequest = Authorize | Verify | Transfer
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,11 +155,27 @@ class Outcome:
 
 
 class Processor(Protocol):
-    async def three_ds_path(self, request: TransactionRequest) -> ThreeDSPath | None:
-        """How the card's issuer wants the cardholder authenticated, or None (not enrolled)."""
+    """A connector to one acquirer."""
 
-    async def process(self, request: TransactionRequest) -> Outcome:
-        """Runs one transaction (authorization, capture, reversal, ...) at the acquirer."""
+    async def process(self, request: Request) -> Outcome:
+        """Runs one transaction at the acquirer."""
 
-    async def reconcile(self, request: TransactionRequest) -> Outcome:
+    async def reconcile(self, request: Request) -> Outcome:
         """Asks the acquirer for the final outcome of a transaction that ended ``unknown``."""
+
+
+class Authenticator(Protocol):
+    """The 3-D Secure side: the card's issuer (its ACS), reached through a directory server."""
+
+    async def path(self, request: CardholderRequest) -> ThreeDSPath | None:
+        """How the card's issuer wants the cardholder authenticated, or None (not enrolled: authorize now)."""
+
+    def challenge_code(self) -> str:
+        """The one-time code the issuer sends the cardholder for a challenge."""
+
+    def judge(self, entered: str, expected: str) -> str:
+        """The challenge's transStatus: Y when the cardholder entered the code, N otherwise."""
+
+    def authenticated(self, trans_status: str, brand: str | None) -> dict[str, object]:
+        """What the issuer returns for an authentication that succeeded (Y) or was attempted (A): the
+        ``trans_status``, ``eci`` and ``authentication_value`` to store."""

@@ -9,83 +9,80 @@ import hashlib
 from typing import assert_never
 
 from kassa.domain import destinations
+from kassa.domain.action_codes import ActionCode
 from kassa.domain.destinations import BankAccount, CardNumber, EWallet, Phone
 from kassa.domain.lifecycle import Stage
-from kassa.domain.threeds_protocol import ThreeDSPath
-from kassa.domain.transactions import Needs, TxType, rule
-from kassa.processors.interface import Card, Instrument, Outcome, TransactionRequest
-from kassa.sandbox import issuer
+from kassa.processors.interface import (
+    Authorize,
+    Capture,
+    Card,
+    Credit,
+    Destination,
+    Outcome,
+    Refund,
+    Request,
+    Reverse,
+    Transfer,
+    Verify,
+)
 from kassa.sandbox.triggers import Trigger, trigger_of
-
-# ISO 8583:1993 action codes the sandbox issuer answers with.
-DECLINES: dict[str, str] = {
-    "100": "Do not honour",
-    Trigger.EXPIRED_CARD: "Expired card",
-    Trigger.INSUFFICIENT_FUNDS: "Not sufficient funds",
-    Trigger.NOT_PERMITTED: "Transaction not permitted to cardholder",
-    Trigger.STOLEN_CARD: "Pick up, stolen card",
-}
-_DO_NOT_HONOUR = "100"
 
 
 class SandboxProcessor:
     def __init__(self, latency_ms: int = 0) -> None:
         self._latency = latency_ms / 1000
 
-    async def process(self, request: TransactionRequest) -> Outcome:
+    async def process(self, request: Request) -> Outcome:
         if self._latency:
             await asyncio.sleep(self._latency)
-        if rule(request.tx_type).needs is Needs.NOTHING:  # on an authorization that exists: always accepted
-            return _approved(processor_tx_id(request.order_id), request.serial)
-        text, has_cvv = _trigger_text(request.instrument)
+        match request:
+            case Capture() | Reverse() | Refund():  # on an authorization that exists: always accepted
+                return _approved(processor_tx_id(request.order_id), request.serial)
+            case Authorize() | Verify() | Transfer():
+                text, has_cvv = _card_trigger(request.card)
+            case Credit():
+                text, has_cvv = _destination_trigger(request.destination)
+            case _:
+                assert_never(request)
         outcome = decide(trigger_of(text), has_cvv, request.order_id, request.serial)
         return _with_name_check(request, outcome)
 
-    async def three_ds_path(self, request: TransactionRequest) -> ThreeDSPath | None:
-        if not (request.cardholder_present and rule(request.tx_type).cardholder_present):
-            return None
-        card = request.instrument
-        if not isinstance(card, Card) or not card.cvv:
-            return None
-        return issuer.path_of(trigger_of(card.cvv))
-
-    async def reconcile(self, request: TransactionRequest) -> Outcome:
+    async def reconcile(self, request: Request) -> Outcome:
         """The sandbox acquirer settles every ``unknown`` to approved once asked (the delay before it
         is asked is the reconciliation job's schedule)."""
         return _approved(processor_tx_id(request.order_id), request.serial)
 
 
-def _with_name_check(request: TransactionRequest, outcome: Outcome) -> Outcome:
+def _with_name_check(request: Request, outcome: Outcome) -> Outcome:
     """A phone payout's check asks the instant payment scheme whose the number is: the sandbox's scheme
     knows every number by the name the merchant sent, and answers it masked."""
-    phone = request.instrument
-    if not isinstance(phone, Phone) or request.tx_type is not TxType.PAYOUT_CHECK:
+    if not isinstance(request, Credit) or not request.check_only or not isinstance(request.destination, Phone):
         return outcome
     if outcome.stage is not Stage.APPROVED:
         return outcome
-    return dataclasses.replace(outcome, recipient_name=destinations.mask_name(phone.receiver_name))
+    return dataclasses.replace(outcome, recipient_name=destinations.mask_name(request.destination.receiver_name))
 
 
-def _trigger_text(instrument: Instrument | None) -> tuple[str, bool]:
+def _card_trigger(card: Card) -> tuple[str, bool]:
     """The CVV2 when there is one, else the number's last three digits; and whether it was a CVV2."""
-    match instrument:
-        case None:
-            return "", False
-        case Card(cvv=cvv) if cvv:
-            return cvv, True
-        case Card(pan=pan):
-            return pan[-3:], False
+    return (card.cvv, True) if card.cvv else (card.pan[-3:], False)
+
+
+def _destination_trigger(destination: Destination) -> tuple[str, bool]:
+    match destination:
+        case Card():
+            return _card_trigger(destination)
         case BankAccount() | EWallet() | Phone() | CardNumber():
-            return destinations.trigger_digits(destinations.number_of(instrument)), False
+            return destinations.trigger_digits(destinations.number_of(destination)), False
         case _:
-            assert_never(instrument)
+            assert_never(destination)
 
 
 def decide(trigger: Trigger | None, has_cvv: bool, order_id: int, serial: str) -> Outcome:
     tx_id = processor_tx_id(order_id)
     match trigger:
         case None:  # not in the table: a CVV2 is declined, a number's last digits approve
-            return _declined(_DO_NOT_HONOUR, tx_id) if has_cvv else _approved(tx_id, serial)
+            return _declined(ActionCode.DO_NOT_HONOUR, tx_id) if has_cvv else _approved(tx_id, serial)
         case Trigger.APPROVE | Trigger.APPROVE_FOUR_DIGITS | Trigger.APPROVE_WITHOUT_3DS:
             return _approved(tx_id, serial)
         case (
@@ -104,7 +101,7 @@ def decide(trigger: Trigger | None, has_cvv: bool, order_id: int, serial: str) -
         case Trigger.ACQUIRER_ERROR:
             return Outcome(Stage.ERROR, "500", "Acquirer failure", processor_tx_id=tx_id)
         case Trigger.EXPIRED_CARD | Trigger.INSUFFICIENT_FUNDS | Trigger.NOT_PERMITTED | Trigger.STOLEN_CARD:
-            return _declined(trigger.value, tx_id)
+            return _declined(ActionCode(trigger.value), tx_id)
         case _:
             assert_never(trigger)
 
@@ -125,5 +122,5 @@ def _approved(tx_id: str, serial: str) -> Outcome:
     )
 
 
-def _declined(code: str, tx_id: str) -> Outcome:
-    return Outcome(Stage.DECLINED, code, DECLINES[code], processor_tx_id=tx_id)
+def _declined(code: ActionCode, tx_id: str) -> Outcome:
+    return Outcome(Stage.DECLINED, code, code.message, processor_tx_id=tx_id)

@@ -7,7 +7,8 @@ import base64
 import secrets
 
 from kassa.domain.threeds_protocol import ThreeDSPath
-from kassa.sandbox.triggers import Trigger
+from kassa.processors.interface import CardholderRequest
+from kassa.sandbox.triggers import Trigger, trigger_of
 
 _PATHS: dict[Trigger, ThreeDSPath] = {
     Trigger.CHALLENGE: ThreeDSPath.CHALLENGE,
@@ -19,24 +20,28 @@ _PATHS: dict[Trigger, ThreeDSPath] = {
 }
 
 
+class SandboxIssuer:
+    """The simulated issuers' ACS behind the gateway's 3-D Secure server (``processors.interface.Authenticator``)."""
+
+    async def path(self, request: CardholderRequest) -> ThreeDSPath | None:
+        """By the card's CVV2 (CONTRACT §9); a card sent without one is not authenticated."""
+        cvv = request.card.cvv
+        return path_of(trigger_of(cvv)) if cvv else None
+
+    def challenge_code(self) -> str:
+        """The sandbox's ACS page shows it as a hint."""
+        return f"{secrets.randbelow(1_000_000):06d}"
+
+    def judge(self, entered: str, expected: str) -> str:
+        return "Y" if secrets.compare_digest(entered.strip(), expected) else "N"
+
+    def authenticated(self, trans_status: str, brand: str | None) -> dict[str, object]:
+        return {"trans_status": trans_status, "eci": eci(trans_status, brand), "authentication_value": _cavv()}
+
+
 def path_of(trigger: Trigger | None) -> ThreeDSPath | None:
     """How the issuer authenticates a card with this CVV2; None: not enrolled, authorize at once."""
     return None if trigger is None else _PATHS.get(trigger)
-
-
-def challenge_code() -> str:
-    """The one-time code the issuer sends the cardholder (the sandbox's ACS page shows it as a hint)."""
-    return f"{secrets.randbelow(1_000_000):06d}"
-
-
-def judge(entered: str, expected: str) -> str:
-    """The challenge's transStatus: Y when the cardholder entered the code, N otherwise."""
-    return "Y" if secrets.compare_digest(entered.strip(), expected) else "N"
-
-
-def authenticated(trans_status: str, brand: str | None) -> dict[str, object]:
-    """What the issuer returns for an authentication that succeeded (Y) or was attempted (A)."""
-    return {"trans_status": trans_status, "eci": eci(trans_status, brand), "authentication_value": _cavv()}
 
 
 def eci(trans_status: str, brand: str | None) -> str | None:

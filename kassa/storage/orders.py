@@ -405,10 +405,12 @@ class AuthorizationWork:
     columns of ``_AUTHORIZATION``."""
 
     transaction: Record
-    order: Record
+    order: Record  # with its endpoint's ``descriptor``
     card: Record | None
     cvv_ciphertext: bytes | None
     destination: Record | None = None  # a payout's, when it goes to no card (``storage.payouts``)
+    original: Record | None = None  # a follow-up's: the authorization it acts on (``authorization_of``)
+    authentication: Record | None = None  # the 3-D Secure record of a transaction authenticated
 
 
 _TRANSACTION = Prepared(select(transactions).where(transactions.c.id == bindparam("tx_id")))
@@ -440,6 +442,20 @@ def load_authorization(conn: Connection, transaction_id: int) -> AuthorizationWo
     return AuthorizationWork(row["t_"], row["o_"], _card_or_none(row["c_"]), row["s_"]["cvv_ciphertext"])
 
 
+def authorization_of(conn: Connection, order_id: int) -> Record:
+    """The transaction that started the order (a sale, a preauth): what its follow-ups act on at the
+    acquirer."""
+    return _FIRST_OF_ORDER.one(conn, {"order_id": order_id})
+
+
+_FIRST_OF_ORDER = Prepared(
+    select(*(transactions.c[n] for n in ("serial_number", "amount", "approval_code", "processor_rrn")))
+    .where(transactions.c.order_id == bindparam("order_id"))
+    .order_by(transactions.c.id)
+    .limit(1)
+)
+
+
 def load_transaction(conn: Connection, transaction_id: int) -> tuple[Record, Record, Record | None]:
     """A transaction with its order and the order's card (None until a hosted form collected it)."""
     row = _TRANSACTION_IN_FULL.one(conn, {"tx_id": transaction_id})
@@ -448,8 +464,9 @@ def load_transaction(conn: Connection, transaction_id: int) -> tuple[Record, Rec
 
 def _transaction_query(parts: Sequence[tuple[str, Iterable[Column[Any]]]], *, with_cvv: bool) -> Joined:
     """A transaction, its order and card (and the CVV kept for its authorization) in one query: the
-    columns of ``parts``, prefixed ``t_``, ``o_``, ``c_`` (and ``s_``)."""
-    joined = _with_order_and_card()
+    columns of ``parts``, prefixed ``t_``, ``o_``, ``c_`` (and ``s_``); the order's endpoint's columns may be
+    among the order's."""
+    joined = _with_order_and_card().join(endpoints, endpoints.c.id == orders.c.endpoint_id)
     columns = _labelled(parts)
     if with_cvv:
         secret = transient_secrets.c.transaction_id == transactions.c.id
@@ -458,12 +475,13 @@ def _transaction_query(parts: Sequence[tuple[str, Iterable[Column[Any]]]], *, wi
     return Joined(select(*columns).select_from(joined).where(transactions.c.id == bindparam("tx_id")))
 
 
-# What a processor is given (``AuthorizationRequest``), read by a worker for every transaction: 17 columns
-# rather than every column of three tables.
+# What a processor is given (``processors.interface.Request``), read by a worker for every transaction: 18
+# columns rather than every column of four tables.
+_AUTHORIZED_ORDER = ("id", "merchant_id", "endpoint_id", "card_ref_id", "recurring_payment_id")
 _AUTHORIZATION = _transaction_query(
     (
         ("t_", [transactions.c[n] for n in ("stage", "serial_number", "tx_type", "amount", "currency")]),
-        ("o_", [orders.c.id, orders.c.merchant_id, orders.c.card_ref_id, orders.c.recurring_payment_id]),
+        ("o_", [*(orders.c[n] for n in _AUTHORIZED_ORDER), endpoints.c.descriptor]),
         ("c_", [cards.c[n] for n in ("id", "brand", "pan_ciphertext", "exp_month", "exp_year", "holder_name")]),
     ),
     with_cvv=True,

@@ -108,7 +108,7 @@ def test_a_sale_hands_its_worker_exactly_what_the_worker_would_read_back(db: Dat
     new = _sale(merchant_id, endpoint_id, "o-1", "s-1", lease=Lease("worker-a", until_ms=10_000))
     started = db.write_sync(lambda conn: open_order(conn, new))
     read_back = db.read_sync(lambda conn: order_store.load_authorization(conn, started.transaction_id))
-    assert opened_work(new, started) == read_back
+    assert opened_work(new, started, "") == read_back
 
 
 def test_a_repeated_client_orderid_hands_nothing_over_to_be_read_back(db: Database) -> None:
@@ -116,7 +116,7 @@ def test_a_repeated_client_orderid_hands_nothing_over_to_be_read_back(db: Databa
     db.write_sync(lambda conn: open_order(conn, _sale(merchant_id, endpoint_id, "o-1", "s-1")))
     repeat = _sale(merchant_id, endpoint_id, "o-1", "s-2")
     again = db.write_sync(lambda conn: open_order(conn, repeat))
-    assert opened_work(repeat, again) is None
+    assert opened_work(repeat, again, "") is None
 
 
 def test_prolonging_moves_the_job_leases_of_the_owners_named_that_have_not_run_out_and_no_others(

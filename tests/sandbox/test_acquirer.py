@@ -6,11 +6,12 @@ import asyncio
 
 import pytest
 
+from kassa.domain.destinations import Phone
 from kassa.domain.lifecycle import Stage
 from kassa.domain.threeds_protocol import ThreeDSPath
-from kassa.domain.transactions import TxType
-from kassa.processors.interface import Card, TransactionRequest
+from kassa.processors.interface import Authorize, Card, Credit, Initiator, Original, Refund
 from kassa.sandbox.acquirer import SandboxProcessor, decide
+from kassa.sandbox.issuer import SandboxIssuer
 from kassa.sandbox.triggers import Trigger, trigger_of
 
 
@@ -45,9 +46,9 @@ def test_every_trigger_has_an_outcome() -> None:
         assert decide(trigger, True, 1, "s").stage in set(Stage)
 
 
-def _request(cvv: str | None, tx_type: TxType = TxType.SALE, *, present: bool = True) -> TransactionRequest:
-    card = Card("4111111111111111", 12, 2030, "Jane Doe", cvv)
-    return TransactionRequest(1, "s", tx_type, 100, "USD", card, cardholder_present=present)
+def _sale(cvv: str | None) -> Authorize:
+    card = Card("4111111111111111", 12, 2030, "Jane Doe", "VISA", cvv)
+    return Authorize(1, "s", 100, "USD", "SHOP", card, True, Initiator.CARDHOLDER)
 
 
 @pytest.mark.parametrize(
@@ -55,15 +56,27 @@ def _request(cvv: str | None, tx_type: TxType = TxType.SALE, *, present: bool = 
     [("321", ThreeDSPath.CHALLENGE), ("322", ThreeDSPath.CHALLENGE_1), ("326", ThreeDSPath.REJECTED), ("123", None)],
 )
 def test_the_issuer_picks_the_authentication_path_by_cvv2(cvv: str, path: ThreeDSPath | None) -> None:
-    assert asyncio.run(SandboxProcessor().three_ds_path(_request(cvv))) is path
+    assert asyncio.run(SandboxIssuer().path(_sale(cvv))) is path
 
 
-def test_no_authentication_without_a_cardholder_or_on_a_follow_up() -> None:
-    sandbox = SandboxProcessor()
-    assert asyncio.run(sandbox.three_ds_path(_request("321", present=False))) is None
-    assert asyncio.run(sandbox.three_ds_path(_request("321", TxType.CAPTURE))) is None
+def test_a_card_sent_without_a_cvv2_is_not_authenticated() -> None:
+    assert asyncio.run(SandboxIssuer().path(_sale(None))) is None
 
 
 def test_follow_ups_on_an_authorization_are_approved_whatever_the_card() -> None:
-    outcome = asyncio.run(SandboxProcessor().process(_request("116", TxType.REVERSAL)))
+    original = Original("s", 100, "123456", "000000000001")
+    outcome = asyncio.run(SandboxProcessor().process(Refund(1, "r", 100, "USD", "SHOP", original)))
     assert outcome.stage is Stage.APPROVED
+
+
+def test_a_card_without_a_cvv2_is_decided_by_its_last_three_digits() -> None:
+    card = Card("4000000000000116", 12, 2030, "Jane Doe", "VISA", None)
+    rebill = Authorize(1, "s", 100, "USD", "SHOP", card, True, Initiator.UNSCHEDULED)
+    outcome = asyncio.run(SandboxProcessor().process(rebill))
+    assert (outcome.stage, outcome.error_code, outcome.error_message) == (Stage.DECLINED, "116", "Not sufficient funds")
+
+
+def test_a_phone_payout_check_answers_the_receivers_name_masked() -> None:
+    phone = Phone("+447911123456", "BANK1", "Jane Doe")
+    outcome = asyncio.run(SandboxProcessor().process(Credit(1, "s", 100, "GBP", "SHOP", phone, check_only=True)))
+    assert outcome.stage is Stage.APPROVED and outcome.recipient_name not in (None, "Jane Doe")

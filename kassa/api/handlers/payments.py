@@ -76,7 +76,8 @@ def answer_opened(req: OperationRequest, new: NewOrder, started: Started, *, cal
     if not started.created and started.request_fingerprint != new.request_fingerprint:
         raise ApiError(Code.DUPLICATE, "client_orderid was already used with different fields")
     if started.job is not None and new.lease is not None:
-        req.services.hand_over(started.job, new.lease, opening.opened_work(new, started))
+        descriptor = req.endpoint.member(new.endpoint_id).descriptor
+        req.services.hand_over(started.job, new.lease, opening.opened_work(new, started, descriptor))
     elif started.created:  # a new order has callbacks only when it was decided at once
         req.services.wake_workers(callbacks=callbacks_queued)
     reply = async_reply(started.serial, req.values["client_orderid"], started.order_id, started.endpoint_id)

@@ -8,7 +8,6 @@ from kassa.api.handlers.common import card_fields
 from kassa.clock import date_time_text
 from kassa.domain import money
 from kassa.domain.lifecycle import Stage, status_of
-from kassa.domain.merchants import Endpoint
 from kassa.domain.threeds_protocol import Step
 from kassa.domain.transactions import TxType, order_stage, reported, rule
 from kassa.pages.rendering import render_page
@@ -119,7 +118,7 @@ def _status_fields(req: OperationRequest, snapshot: OrderSnapshot, tx: Record, s
     if card is not None:
         reply.update(card_fields(card))
     optional = (
-        ("descriptor", _order_endpoint(req, order["endpoint_id"]).descriptor),
+        ("descriptor", req.endpoint.member(order["endpoint_id"]).descriptor),
         ("card-ref-id", order["card_ref_id"] and str(order["card_ref_id"])),
         ("recurring-payment-id", order["recurring_payment_id"] and str(order["recurring_payment_id"])),
         ("email", order["email"]),
@@ -133,11 +132,3 @@ def _status_fields(req: OperationRequest, snapshot: OrderSnapshot, tx: Record, s
         if value:
             reply[name] = value
     return reply
-
-
-def _order_endpoint(req: OperationRequest, endpoint_id: int) -> Endpoint:
-    """The endpoint the order was made on: the one addressed, or the group's member."""
-    addressed = req.endpoint
-    if addressed.id == endpoint_id:
-        return addressed
-    return next((e for e in addressed.members if e.id == endpoint_id), addressed)

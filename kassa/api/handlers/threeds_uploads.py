@@ -23,7 +23,8 @@ async def upload_method_url_result(req: OperationRequest) -> Reply:
     def step(conn: Connection, tx_id: int, record: dict[str, object] | None) -> None:
         if record is None or record["server_trans_id"] != server_trans_id:
             raise NotWaiting("threeDSServerTransID does not match the order's 3-D Secure transaction")
-        authentication.method_result(conn, tx_id, comp_ind, order_store.card_brand(conn, tx_id), now_ms())
+        brand = order_store.card_brand(conn, tx_id)
+        authentication.method_result(conn, req.services.authenticator, tx_id, comp_ind, brand, now_ms())
 
     return await _upload(req, step)
 

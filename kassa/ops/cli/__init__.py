@@ -34,6 +34,7 @@ COMMAND_MODULES = {
     "backup": "backups",
     "restore": "backups",
     "vault": "vault",
+    "acquirer-sim": "acquirer_sim",
 }
 
 
