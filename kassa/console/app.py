@@ -13,6 +13,7 @@ from starlette.staticfiles import StaticFiles
 
 from kassa.console.access import Console
 from kassa.console.views import (
+    acquirers,
     balances,
     merchants,
     operators,
@@ -25,7 +26,7 @@ from kassa.console.views import (
 )
 from kassa.runtime import Services
 
-VIEWS = (session, overview, orders, merchants, balances, settlement, subscriptions, payouts, operators)
+VIEWS = (session, overview, orders, merchants, acquirers, balances, settlement, subscriptions, payouts, operators)
 
 Bound = Callable[[Console, Request], Awaitable[Response]]
 

@@ -9,7 +9,8 @@ from enum import Enum
 class Role(Enum):
     VIEWER = "viewer"  # reads everything (masked as everywhere)
     SUPPORT = "support"  # also redelivers callbacks
-    ADMIN = "admin"  # also changes merchants, endpoints, keys, balances, settlement, orders and operators
+    # also changes merchants, endpoints, acquirer connections, keys, balances, settlement, orders and operators
+    ADMIN = "admin"
 
     @property
     def rank(self) -> int:
@@ -33,6 +34,11 @@ class Action(Enum):
     MERCHANT_UPDATE = ("merchant.update", Role.ADMIN)
     ENDPOINT_CREATE = ("endpoint.create", Role.ADMIN)
     ENDPOINT_UPDATE = ("endpoint.update", Role.ADMIN)
+    ENDPOINT_CONNECTIONS = ("endpoint.connections", Role.ADMIN)
+    ACQUIRER_CREATE = ("acquirer.create", Role.ADMIN)
+    ACQUIRER_UPDATE = ("acquirer.update", Role.ADMIN)
+    ACQUIRER_DISABLE = ("acquirer.disable", Role.ADMIN)
+    ACQUIRER_ENABLE = ("acquirer.enable", Role.ADMIN)
     KEY_ADD = ("key.add", Role.ADMIN)
     KEY_REVOKE = ("key.revoke", Role.ADMIN)
     BALANCE_CREDIT = ("balance.credit", Role.ADMIN)

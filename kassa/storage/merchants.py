@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, case, func, insert, select, update
+from sqlalchemy import Connection, case, func, insert, literal, select, update
 
+from kassa.domain.acquirers import SANDBOX_NAME
 from kassa.domain.merchants import Endpoint, Merchant, Mode, Network, parse_network
 from kassa.storage.prepared import Record
-from kassa.storage.tables import endpoints, group_members, merchants
+from kassa.storage.tables import acquirer_connections, endpoint_connections, endpoints, group_members, merchants
 from kassa.vault.keys import Vault, control_key_context
 
 
@@ -95,7 +96,18 @@ def create_endpoint(conn: Connection, spec: EndpointSpec, now_ms: int) -> int:
         conn.exec_driver_sql(
             "SELECT setval(pg_get_serial_sequence('endpoints', 'id'), (SELECT MAX(id) FROM endpoints))"
         )
+    if spec.mode is Mode.SANDBOX:
+        _route_to_the_sandbox(conn, endpoint_id)
     return endpoint_id
+
+
+def _route_to_the_sandbox(conn: Connection, endpoint_id: int) -> None:
+    """A new sandbox endpoint is served by the built-in sandbox connection, as every sandbox endpoint was
+    before connections were data (migration 0022); a live one gets its connections from an operator."""
+    sandbox = select(literal(endpoint_id), literal(1), acquirer_connections.c.id).where(
+        acquirer_connections.c.name == SANDBOX_NAME
+    )
+    conn.execute(insert(endpoint_connections).from_select(["endpoint_id", "position", "connection_id"], sandbox))
 
 
 def create_group(conn: Connection, merchant_id: int, member_ids: Sequence[int], now_ms: int) -> int:

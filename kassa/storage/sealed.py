@@ -17,8 +17,10 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, FromClause, LargeBinary, func, literal, literal_column, select, update
 from sqlalchemy.sql.schema import Column
 
+from kassa.storage.acquirers import secret_context
 from kassa.storage.operators import totp_context
 from kassa.storage.tables import (
+    acquirer_connections,
     browser_sessions,
     cards,
     merchants,
@@ -72,6 +74,14 @@ SEALED = (
         browser_sessions,
     ),
     Sealed("totp_secrets", operators.c.totp_sealed, operators.c.id, operators.c.id, totp_context, operators),
+    Sealed(
+        "acquirer_secrets",
+        acquirer_connections.c.secret_sealed,
+        acquirer_connections.c.id,
+        acquirer_connections.c.id,
+        secret_context,
+        acquirer_connections,
+    ),
 )
 
 

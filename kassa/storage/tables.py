@@ -68,6 +68,45 @@ group_members = Table(
     Column("endpoint_id", ForeignKey("endpoints.id"), primary_key=True),
 )
 
+# What endpoints' payments are sent to (CONTRACT §15, ``domain/acquirers.py``): the built-in sandbox (a row
+# named ``sandbox``, migration 0022), or an ISO 8583 link, whose settings columns a sandbox row leaves NULL.
+# ``secret_sealed`` is an optional secret of the link (a TLS client private key, a MAC key), sealed by the
+# vault (``acquirer-secret/connection/{id}``) and never shown back. Connections are disabled, never deleted.
+acquirer_connections = Table(
+    "acquirer_connections",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("name", String(64), nullable=False, unique=True),
+    Column("kind", String(16), nullable=False),  # sandbox, iso8583
+    Column("host", String(253)),
+    Column("port", Integer),
+    Column("tls", Boolean),
+    Column("acquiring_institution_id", String(11)),  # field 32
+    Column("terminal_id", String(8)),  # field 41
+    Column("card_acceptor_id", String(15)),  # field 42
+    Column("mcc", String(4)),  # field 18
+    Column("response_timeout_ms", Integer),
+    Column("sockets", Integer),  # per process
+    Column("dialect", String(32)),
+    Column("secret_sealed", LargeBinary),
+    Column("enabled", Boolean, nullable=False),
+    Column("created_at_ms", BigInteger, nullable=False),
+    Column("updated_at_ms", BigInteger, nullable=False),
+    sqlite_autoincrement=True,
+)
+
+# An endpoint's route: its connections in the order payments try them (§16), position 1 first. Routing's
+# conditions per connection (card brand, BIN ranges, ...) will be columns of these rows.
+endpoint_connections = Table(
+    "endpoint_connections",
+    metadata,
+    Column("endpoint_id", ForeignKey("endpoints.id"), primary_key=True),
+    Column("position", Integer, primary_key=True),
+    Column("connection_id", ForeignKey("acquirer_connections.id"), nullable=False),
+    UniqueConstraint("endpoint_id", "connection_id", name="uq_endpoint_connections_connection"),
+    Index("ix_endpoint_connections_connection", "connection_id"),  # which endpoints use a connection
+)
+
 cards = Table(
     "cards",
     metadata,

@@ -10,9 +10,11 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, insert, select, update
 
 from kassa.core.opening import new_card, open_order
+from kassa.domain.acquirers import read_link
 from kassa.domain.operators import Role
 from kassa.domain.transactions import TxType
 from kassa.ops import vault_rotation
+from kassa.storage import acquirers as acquirer_store
 from kassa.storage import merchants as merchant_store
 from kassa.storage import operators as operator_store
 from kassa.storage import sealed as sealed_store
@@ -27,6 +29,11 @@ from tests.support.databases import SHOP_CONTROL_KEY, TEST_VAULT, shop_endpoint
 
 K1, K2, K3 = b"k" * 32, b"2" * 32, b"3" * 32  # key 1 is the tests' own (TEST_VAULT)
 PAN, CVV, TOTP, DETAILS = "4111111111111111", "123", "JBSWY3DPEHPK3PXP", '{"account": "DE89370400440532013000"}'
+MAC_KEY = "0123456789ABCDEFFEDCBA9876543210"
+LINK = read_link(
+    {"host": "acquirer.example", "port": "5000", "acquiring_institution_id": "1", "terminal_id": "T1",
+     "card_acceptor_id": "C1", "mcc": "5999"}
+)  # fmt: skip
 KINDS = {sealed.kind for sealed in SEALED}
 
 
@@ -55,7 +62,8 @@ def _sale(merchant_id: int, endpoint_id: int, client_orderid: str, serial: str, 
 
 def _one_of_each(db: Database) -> Stored:
     """A merchant (control key), a sale with its card and CVV and a payout destination, a hosted form
-    (page token), an operator (TOTP secret): one ciphertext of every kind, all under key 1."""
+    (page token), an operator (TOTP secret), an acquirer connection (its MAC key): one ciphertext of every
+    kind, all under key 1."""
     merchant_id, endpoint_id = db.write_sync(shop_endpoint)
     card = new_card(TEST_VAULT, merchant_id, PAN, 12, 2030, "Jane Doe")
     sale = _sale(
@@ -74,6 +82,7 @@ def _one_of_each(db: Database) -> Stored:
             )
         )
         operator_store.create(conn, TEST_VAULT, "ops@example.com", Role.ADMIN, "hash", TOTP, 0)
+        acquirer_store.create(conn, TEST_VAULT, "bank", LINK, MAC_KEY, 0)
 
     db.write_sync(write)
     return Stored(merchant_id, endpoint_id, token)
@@ -91,7 +100,7 @@ def test_every_kind_is_resealed_under_the_primary_and_opens_with_the_new_key_alo
     assert {(r.kind, r.resealed, r.changed, tuple(r.unreadable)) for r in done} == {(k, 1, 0, ()) for k in KINDS}
     assert heard == [sealed.kind for sealed in SEALED]
     assert _by_kind(vault_rotation.status(db)) == {kind: {2: 1} for kind in KINDS}
-    assert _opened_with(db, RETIRED, stored) == (SHOP_CONTROL_KEY, PAN, CVV, DETAILS, stored.token, TOTP)
+    assert _opened_with(db, RETIRED, stored) == (SHOP_CONTROL_KEY, PAN, CVV, DETAILS, stored.token, TOTP, MAC_KEY)
 
 
 def _opened_with(db: Database, vault: Vault, stored: Stored) -> tuple[str, ...]:
@@ -107,7 +116,8 @@ def _opened_with(db: Database, vault: Vault, stored: Stored) -> tuple[str, ...]:
         token = tokens.open_token(vault, tokens.SealedToken.of(session))
         credentials = operator_store.credentials_of(conn, vault, "ops@example.com")
         assert credentials is not None and credentials.totp_secret is not None
-        return endpoint.merchant.control_key, pan, cvv, details, token, credentials.totp_secret
+        mac_key = acquirer_store.secret_of(conn, vault, acquirer_store.by_name(conn, "bank").id)
+        return endpoint.merchant.control_key, pan, cvv, details, token, credentials.totp_secret, mac_key
 
     return db.read_sync(read)
 

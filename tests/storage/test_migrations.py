@@ -70,3 +70,31 @@ def test_the_upgrade_to_money_per_mode_parts_a_merchants_sandbox_and_live_money(
         ("live", 700, 0),
         ("sandbox", 500000, 0),
     ]
+
+
+def test_the_upgrade_to_acquirer_connections_routes_every_sandbox_endpoint_to_the_built_in_sandbox(
+    database_url: str,
+) -> None:
+    """Sandbox endpoints were all served by the sandbox before connections were data (schema 0021): after
+    0022 each lists it; a live endpoint and a group list nothing (a live one needs an ISO 8583 link)."""
+    command.upgrade(alembic_config(database_url), "0021")
+    statements = [
+        "INSERT INTO merchants (login, classic, created_at_ms) VALUES ('shop', false, 0)",
+        *(
+            "INSERT INTO endpoints (merchant_id, kind, currency, mode, classic, descriptor, multi_capture, enabled,"
+            f" created_at_ms, replay_window_seconds) SELECT id, '{kind}', 'USD', '{mode}', false, '{kind}-{mode}',"
+            " false, true, 0, 0 FROM merchants"
+            for kind, mode in (("endpoint", "sandbox"), ("endpoint", "live"), ("group", "sandbox"))
+        ),
+    ]
+    for statement in statements:
+        run_sql(database_url, statement)
+    upgrade(database_url)
+    assert run_sql(database_url, "SELECT name, kind, enabled FROM acquirer_connections") == [
+        ("sandbox", "sandbox", True)
+    ]
+    assert run_sql(
+        database_url,
+        "SELECT e.descriptor, r.position, c.name FROM endpoint_connections r"
+        " JOIN endpoints e ON e.id = r.endpoint_id JOIN acquirer_connections c ON c.id = r.connection_id",
+    ) == [("endpoint-sandbox", 1, "sandbox")]

@@ -1,6 +1,6 @@
-"""Merchants, their endpoints and RSA public keys: everyone reads them, admins create and change them
-(as ``kassa merchant|endpoint|key`` do). A new merchant's control key is shown once, on the page its
-creation answers with, and never written to the audit log."""
+"""Merchants, their endpoints (with their acquirer connections) and RSA public keys: everyone reads them,
+admins create and change them (as ``kassa merchant|endpoint|key`` do). A new merchant's control key is
+shown once, on the page its creation answers with, and never written to the audit log."""
 
 from __future__ import annotations
 
@@ -19,9 +19,12 @@ from kassa.console import form_fields as fields
 from kassa.console.access import Console, Visit, action, page
 from kassa.console.form_fields import Problem
 from kassa.domain import money
+from kassa.domain.acquirers import Connection as AcquirerConnection
+from kassa.domain.acquirers import route_problem
 from kassa.domain.merchants import Endpoint, Merchant, Mode
 from kassa.domain.operators import Action
 from kassa.signing.rsa_keys import KeyProblem, read_public_key
+from kassa.storage import acquirers as acquirer_store
 from kassa.storage import balances as balance_store
 from kassa.storage import merchant_keys
 from kassa.storage import merchants as merchant_store
@@ -72,21 +75,25 @@ async def merchant_page(console: Console, visit: Visit) -> Response:
 async def _detail(console: Console, visit: Visit, login: str, status: int = 200, **shown: Any) -> Response:
     vault = console.services.vault
 
-    def load(conn: Connection) -> tuple[Merchant, list[Endpoint], Any, Any]:
+    def load(conn: Connection) -> tuple[Merchant, list[Endpoint], Any, Any, dict[int, list[AcquirerConnection]]]:
         merchant = merchant_store.merchant_by_login(conn, vault, login)
+        endpoints = merchant_store.endpoints_of(conn, vault, merchant.id)
         return (
             merchant,
-            merchant_store.endpoints_of(conn, vault, merchant.id),
+            endpoints,
             merchant_keys.listing(conn, login),
             balance_store.of_merchant(conn, merchant.id),
+            acquirer_store.routes(conn, [e.id for e in endpoints if not e.is_group]),
         )
 
     try:
-        merchant, endpoints, keys, balances = await console.read(load)
+        merchant, endpoints, keys, balances, routes = await console.read(load)
     except merchant_store.NotFound as missing:
         return visit.page("refused.html", 404, reason=f"Not found: {missing}.")
     forms = {e.id: _endpoint_form(e) for e in endpoints if not e.is_group}
     forms.update(shown.pop("edited", {}))
+    route_forms = {endpoint_id: ", ".join(c.name for c in route) for endpoint_id, route in routes.items()}
+    route_forms.update(shown.pop("route_edited", {}))
     context: dict[str, Any] = {
         "section": "merchants",
         "merchant": {"id": merchant.id, "login": merchant.login, "classic": merchant.classic},
@@ -95,6 +102,9 @@ async def _detail(console: Console, visit: Visit, login: str, status: int = 200,
         "keys": keys,
         "balances": balances,
         "forms": forms,
+        "routes": routes,
+        "route_problems": {e.id: route_problem(e.mode, routes[e.id]) for e in endpoints if not e.is_group},
+        "route_forms": route_forms,
         "modes": [m.value for m in Mode],
         "new_endpoint": _NEW_ENDPOINT,
         "new_key_mode": Mode.SANDBOX.value,
@@ -193,6 +203,31 @@ async def endpoint_update(console: Console, visit: Visit) -> Response:
     return _to_merchant(login)
 
 
+@action(Action.ENDPOINT_CONNECTIONS)
+async def endpoint_connections(console: Console, visit: Visit) -> Response:
+    """Sets the endpoint's acquirer connections, in the order typed (names separated by commas)."""
+    endpoint_id = int(visit.request.path_params["endpoint_id"])
+    typed = visit.form.get("connections", "")
+    names = [name.strip() for name in typed.split(",") if name.strip()]
+    vault = console.services.vault
+    try:
+        endpoint = await console.read(partial(merchant_store.load_endpoint, vault=vault, endpoint_id=endpoint_id))
+    except merchant_store.NotFound as missing:
+        return visit.page("refused.html", 404, reason=f"Not found: {missing}.")
+
+    def change(conn: Connection) -> tuple[list[str], list[str]]:
+        before, after = acquirer_store.set_route(conn, endpoint_id, names)
+        return [c.name for c in before], [c.name for c in after]
+
+    try:
+        await console.audited(visit, Action.ENDPOINT_CONNECTIONS, f"endpoint {endpoint_id}", change)
+    except (acquirer_store.Refused, merchant_store.NotFound) as refused:
+        problem = f"Acquirer connections of endpoint {endpoint_id}: {refused}."
+        shown = {"problem": problem, "route_edited": {endpoint_id: typed}, "editing": endpoint_id}
+        return await _detail(console, visit, endpoint.merchant.login, 400, **shown)
+    return _to_merchant(endpoint.merchant.login)
+
+
 def _current(e: Endpoint) -> dict[str, Any]:
     return {
         "descriptor": e.descriptor,
@@ -257,6 +292,7 @@ ROUTES = [
     ("/merchants/{login}", "GET", merchant_page),
     ("/merchants/{login}/endpoints", "POST", endpoint_create),
     ("/endpoints/{endpoint_id:int}", "POST", endpoint_update),
+    ("/endpoints/{endpoint_id:int}/connections", "POST", endpoint_connections),
     ("/merchants/{login}/keys", "POST", key_add),
     ("/keys/{key_id:int}/revoke", "POST", key_revoke),
 ]

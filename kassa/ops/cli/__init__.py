@@ -22,6 +22,7 @@ COMMAND_MODULES = {
     "merchant": "merchants",
     "endpoint": "merchants",
     "group": "merchants",
+    "acquirer": "acquirers",
     "key": "keys",
     "order": "orders",
     "settle": "orders",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import getpass
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -70,6 +71,11 @@ def write(unit: Callable[[Connection], T], taken: str = "that name or id is alre
             raise click.ClickException(str(refused)) from None
         except IntegrityError:
             raise click.ClickException(taken) from None
+
+
+def cli_actor() -> str:
+    """Who the audit log names for a change made with the CLI: the OS user running it."""
+    return f"cli:{getpass.getuser()}"
 
 
 def iso_time(ms: int | None) -> str | None:

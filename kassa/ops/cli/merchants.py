@@ -10,6 +10,7 @@ from sqlalchemy import Connection
 
 from kassa.clock import now_ms
 from kassa.domain import money
+from kassa.domain.acquirers import route_problem
 from kassa.domain.merchants import (
     MIN_CONTROL_KEY_LENGTH,
     Endpoint,
@@ -19,7 +20,10 @@ from kassa.domain.merchants import (
     control_key_problem,
     parse_network,
 )
-from kassa.ops.cli.common import emit, json_option, read, vault, write
+from kassa.domain.operators import Action
+from kassa.ops.cli.common import cli_actor, emit, json_option, read, vault, write
+from kassa.storage import acquirers as acquirer_store
+from kassa.storage import audit_log
 from kassa.storage import merchants as merchant_store
 
 
@@ -236,6 +240,38 @@ def endpoint_list(as_json: bool) -> None:
             for e in found
         ],
     )
+
+
+@endpoint.command("connections")
+@click.option("--id", "endpoint_id", type=int, required=True)
+@click.argument("names", nargs=-1)
+@json_option
+def endpoint_connections(endpoint_id: int, names: tuple[str, ...], as_json: bool) -> None:
+    """Show the acquirer connections an endpoint's payments go to, in the order they are tried; with NAMES,
+    replace them by those, in that order. The sandbox connection serves sandbox endpoints only, and a live
+    endpoint needs an enabled ISO 8583 connection (`kassa acquirer`). Payments do not use this list yet."""
+
+    def show(conn: Connection) -> tuple[list[str], str | None]:
+        route = acquirer_store.route(conn, endpoint_id)
+        return [c.name for c in route], route_problem(acquirer_store.endpoint_mode(conn, endpoint_id), route)
+
+    def change(conn: Connection) -> tuple[list[str], str | None]:
+        before, after = acquirer_store.set_route(conn, endpoint_id, names)
+        was, now = [c.name for c in before], [c.name for c in after]
+        entry = audit_log.Entry(
+            cli_actor(), Action.ENDPOINT_CONNECTIONS.code, f"endpoint {endpoint_id}", before=was, after=now
+        )
+        audit_log.append(conn, entry, now_ms())
+        return now, None
+
+    try:
+        listed, problem = write(change) if names else read(show)
+    except acquirer_store.Refused as refused:
+        raise click.ClickException(str(refused)) from None
+    lines = [f"endpoint {endpoint_id}: {', '.join(listed) or 'no connections'}"]
+    if problem:
+        lines.append(f"warning: endpoint {endpoint_id}: {problem}")
+    emit(as_json, {"endpoint": endpoint_id, "connections": listed, "problem": problem}, lines)
 
 
 @click.group()

@@ -3,7 +3,6 @@ to the audit log as done by ``cli:{the OS user}``, like the console's own action
 
 from __future__ import annotations
 
-import getpass
 from typing import Any
 
 import click
@@ -12,7 +11,7 @@ from sqlalchemy import Connection
 from kassa.clock import now_ms
 from kassa.console import credentials
 from kassa.domain.operators import Action, Role
-from kassa.ops.cli.common import emit, iso_time, json_option, read, vault, write
+from kassa.ops.cli.common import cli_actor, emit, iso_time, json_option, read, vault, write
 from kassa.storage import audit_log
 from kassa.storage import operators as operator_store
 from kassa.storage.operators import NoOperator, Operator
@@ -21,10 +20,6 @@ from kassa.storage.operators import NoOperator, Operator
 @click.group()
 def operator() -> None:
     """People who may sign in to the operator console (never merchants)."""
-
-
-def _actor() -> str:
-    return f"cli:{getpass.getuser()}"
 
 
 def _operator_dict(o: Operator) -> dict[str, Any]:
@@ -71,7 +66,7 @@ def operator_create(email: str, role: str, with_totp: bool, as_json: bool) -> No
         created = operator_store.create(conn, keys, email, chosen, password_hash, secret, now_ms())
         after = {"email": created.email, "role": role, "totp": secret is not None}
         audit_log.append(
-            conn, audit_log.Entry(_actor(), Action.OPERATOR_CREATE.code, created.email, after=after), now_ms()
+            conn, audit_log.Entry(cli_actor(), Action.OPERATOR_CREATE.code, created.email, after=after), now_ms()
         )
         return created
 
@@ -102,7 +97,7 @@ def operator_disable(email: str, as_json: bool) -> None:
         found = operator_store.by_email(conn, email)
         operator_store.disable(conn, found.id, now_ms())
         entry = audit_log.Entry(
-            _actor(), Action.OPERATOR_DISABLE.code, found.email, before={"disabled": found.disabled}
+            cli_actor(), Action.OPERATOR_DISABLE.code, found.email, before={"disabled": found.disabled}
         )
         audit_log.append(conn, entry, now_ms())
         return operator_store.by_id(conn, found.id)
@@ -121,7 +116,7 @@ def operator_unlock(email: str, as_json: bool) -> None:
     def unlock(conn: Connection) -> Operator:
         found = operator_store.by_email(conn, email)
         before, after = operator_store.unlock(conn, found.id)
-        entry = audit_log.Entry(_actor(), Action.OPERATOR_UNLOCK.code, found.email, before=before, after=after)
+        entry = audit_log.Entry(cli_actor(), Action.OPERATOR_UNLOCK.code, found.email, before=before, after=after)
         audit_log.append(conn, entry, now_ms())
         return operator_store.by_id(conn, found.id)
 
@@ -141,7 +136,7 @@ def operator_reset_password(email: str, as_json: bool) -> None:
         found = operator_store.by_email(conn, email)
         operator_store.reset_password(conn, found.id, password_hash)
         before = {"disabled": found.disabled, "locked": found.locked(now_ms()), "failed_signins": found.failed_signins}
-        entry = audit_log.Entry(_actor(), Action.OPERATOR_RESET.code, found.email, before=before)
+        entry = audit_log.Entry(cli_actor(), Action.OPERATOR_RESET.code, found.email, before=before)
         audit_log.append(conn, entry, now_ms())
         return operator_store.by_id(conn, found.id)
 

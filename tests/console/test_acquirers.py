@@ -1,0 +1,182 @@
+"""Acquirer connections in the console: admins create, change, disable and enable them and set an
+endpoint's connections in order, as ``kassa acquirer`` and ``kassa endpoint connections`` then show; bad
+settings are refused naming the field; the secret is never shown back; a viewer reads and changes nothing."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from tests.support.console import ConsoleClient
+from tests.support.databases import run_sql
+from tests.support.gateway import Gateway, Merchant
+
+SECRET = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIconsolesecret\n-----END PRIVATE KEY-----"
+
+
+def _name() -> str:
+    return f"acq-{uuid.uuid4().hex[:10]}"
+
+
+def _fields(**changes: str) -> dict[str, str]:
+    return {"kind": "iso8583", "host": "acquirer.example", "port": "5000", "acquiring_institution_id": "123456",
+            "terminal_id": "TERM0001", "card_acceptor_id": "SHOP00000000001", "mcc": "5999", "response_timeout": "",
+            "sockets": "", "dialect": "", **changes}  # fmt: skip
+
+
+def _shown(gateway: Gateway, name: str) -> dict[str, Any]:
+    found: dict[str, Any] = gateway.cli("acquirer", "show", "--name", name)
+    return found
+
+
+def _route(gateway: Gateway, endpoint_id: int) -> list[str]:
+    found: list[str] = gateway.cli("endpoint", "connections", "--id", str(endpoint_id))["connections"]
+    return found
+
+
+def test_an_admin_creates_a_connection_with_a_secret_that_is_never_shown_back(
+    shared_gateway: Gateway, console_as: Callable[[str], ConsoleClient]
+) -> None:
+    admin, name = console_as("admin"), _name()
+    created = admin.post("/acquirers", {"name": name, **_fields(tls="1", terminal_id="T1"), "secret": SECRET})
+    assert created.status_code == 303 and created.headers["location"] == f"/acquirers/{name}"
+    shown = _shown(shared_gateway, name)
+    assert (shown["host"], shown["tls"], shown["terminal_id"], shown["secret"]) == (
+        "acquirer.example", True, "T1      ", True
+    )  # fmt: skip
+    assert (shown["response_timeout_ms"], shown["sockets"], shown["dialect"]) == (20000, 1, "reference")
+    page = admin.get(f"/acquirers/{name}")
+    assert page.status_code == 200 and "acquirer.example:5000, TLS on" in page.text and "set (never shown)" in page.text
+    assert name in admin.get("/acquirers").text
+    for text in (page.text, admin.get("/acquirers").text, admin.get("/audit", action="acquirer.create").text):
+        assert "PRIVATE KEY" not in text and "consolesecret" not in text
+    [(after,)] = run_sql(shared_gateway.database_url, f"SELECT after FROM audit_log WHERE target = 'acquirer {name}'")
+    assert '"secret":true' in after and "PRIVATE" not in after
+
+
+def test_bad_settings_are_refused_naming_the_field_and_the_secret_is_not_refilled(
+    shared_gateway: Gateway, console_as: Callable[[str], ConsoleClient]
+) -> None:
+    admin, name = console_as("admin"), _name()
+    cases = [
+        ({"port": "0"}, "Port must be a whole number from 1 to 65535."),
+        ({"host": ""}, "Host is required."),
+        ({"terminal_id": "TERMINAL9"}, "Terminal id (field 41) must be 1 to 8 printable ASCII characters"),
+        ({"card_acceptor_id": "S" * 16}, "Card acceptor id (field 42) must be 1 to 15 printable ASCII characters"),
+        ({"mcc": "59"}, "Merchant category code (field 18) must be 4 digits."),
+        ({"sockets": "12"}, "Sockets per process must be a whole number from 1 to 8."),
+        ({"response_timeout": "-3"}, "Response timeout must be a number of seconds above 0"),
+        ({"kind": "sandbox"}, "A sandbox connection has no settings"),
+    ]
+    for changes, message in cases:
+        answer = admin.post("/acquirers", {"name": name, **_fields(**changes), "secret": SECRET})
+        assert answer.status_code == 400 and message in answer.text, changes
+        assert "PRIVATE KEY" not in answer.text
+    bad_name = admin.post("/acquirers", {"name": "Acme Bank", **_fields()})
+    assert bad_name.status_code == 400 and "Name must be 1 to 64 lower-case letters" in bad_name.text
+    assert admin.post("/acquirers", {"name": "sandbox", **_fields()}).status_code == 409
+    assert name not in str(shared_gateway.cli("acquirer", "list"))
+
+
+def test_an_admin_changes_settings_replaces_and_removes_the_secret_and_each_change_is_audited(
+    shared_gateway: Gateway, console_as: Callable[[str], ConsoleClient]
+) -> None:
+    admin, name = console_as("admin"), _name()
+    shared_gateway.cli("acquirer", "create", "--name", name, "--host", "a.example", "--port", "1",
+                       "--acquiring-institution-id", "1", "--terminal-id", "T1", "--card-acceptor-id", "C1",
+                       "--mcc", "5999")  # fmt: skip
+    changed = admin.post(f"/acquirers/{name}", _fields(sockets="3", response_timeout="2.5", secret=SECRET))
+    assert changed.status_code == 303
+    shown = _shown(shared_gateway, name)
+    assert (shown["host"], shown["sockets"], shown["response_timeout_ms"], shown["secret"]) == (
+        "acquirer.example", 3, 2500, True
+    )  # fmt: skip
+    refused = admin.post(f"/acquirers/{name}", _fields(port="99999"))
+    assert refused.status_code == 400 and "Port must be a whole number" in refused.text
+    assert _shown(shared_gateway, name)["port"] == 5000
+    assert admin.post(f"/acquirers/{name}", _fields(clear_secret="1")).status_code == 303
+    assert _shown(shared_gateway, name)["secret"] is False
+    audit = run_sql(
+        shared_gateway.database_url, f"SELECT action, before, after FROM audit_log WHERE target = 'acquirer {name}'"
+    )
+    assert [action for action, _, _ in audit] == ["acquirer.create", "acquirer.update", "acquirer.update"]
+    _, before, after = audit[1]
+    assert '"sockets":1' in before and '"sockets":3' in after and '"secret":"new"' in after
+    assert "PRIVATE" not in str(audit)
+
+
+def test_a_disabled_connection_is_shown_disabled_where_endpoints_list_it_and_enabled_again(
+    shared_gateway: Gateway, console_as: Callable[[str], ConsoleClient], merchant: Merchant
+) -> None:
+    admin, name = console_as("admin"), _name()
+    assert admin.post("/acquirers", {"name": name, **_fields()}).status_code == 303
+    answer = admin.post(
+        f"/endpoints/{merchant.endpoint_id}/connections", {"connections": f"{name}, sandbox"}, from_page="/merchants"
+    )
+    assert answer.status_code == 303 and answer.headers["location"] == f"/merchants/{merchant.login}"
+    assert _route(shared_gateway, merchant.endpoint_id) == [name, "sandbox"]
+    assert admin.post(f"/acquirers/{name}/disable", {}).status_code == 303
+    assert _shown(shared_gateway, name)["enabled"] is False
+    assert f"{name}</a> (disabled)" in admin.get(f"/merchants/{merchant.login}").text
+    assert f"{merchant.endpoint_id} (sandbox)" in admin.get(f"/acquirers/{name}").text
+    assert admin.post(f"/acquirers/{name}/enable", {}).status_code == 303
+    assert _shown(shared_gateway, name)["enabled"] is True
+    actions = [
+        a
+        for (a,) in run_sql(
+            shared_gateway.database_url, f"SELECT action FROM audit_log WHERE target = 'acquirer {name}'"
+        )
+    ]
+    assert actions == ["acquirer.create", "acquirer.disable", "acquirer.enable"]
+
+
+def test_a_live_endpoints_connections_are_held_to_the_rule_and_its_page_says_what_is_missing(
+    shared_gateway: Gateway, console_as: Callable[[str], ConsoleClient], merchant: Merchant
+) -> None:
+    admin = console_as("admin")
+    live = shared_gateway.cli("endpoint", "create", "--merchant", merchant.login, "--currency", "EUR", "--mode", "live")
+    page = admin.get(f"/merchants/{merchant.login}").text
+    assert "a live endpoint needs at least one enabled ISO 8583 connection" in page
+    refused = admin.post(f"/endpoints/{live['id']}/connections", {"connections": "sandbox"})
+    assert refused.status_code == 400
+    assert "connection sandbox is a sandbox: it serves sandbox endpoints only" in refused.text
+    assert 'value="sandbox"' in refused.text  # what was typed, to correct
+    unknown = admin.post(f"/endpoints/{live['id']}/connections", {"connections": "nowhere"})
+    assert unknown.status_code == 400 and "no acquirer connection named &#39;nowhere&#39;" in unknown.text
+    name = _name()
+    admin.post("/acquirers", {"name": name, **_fields()})
+    assert admin.post(f"/endpoints/{live['id']}/connections", {"connections": name}).status_code == 303
+    assert _route(shared_gateway, live["id"]) == [name]
+    assert "needs at least one enabled ISO 8583" not in admin.get(f"/merchants/{merchant.login}").text
+    [(before, after)] = run_sql(
+        shared_gateway.database_url,
+        f"SELECT before, after FROM audit_log WHERE target = 'endpoint {live['id']}'"
+        " AND action = 'endpoint.connections'",
+    )
+    assert (before, after) == ("[]", f'["{name}"]')
+
+
+def test_a_viewer_reads_connections_and_is_refused_every_change(
+    shared_gateway: Gateway, console_as: Callable[[str], ConsoleClient], merchant: Merchant
+) -> None:
+    viewer, name = console_as("viewer"), _name()
+    for path in ("/acquirers", "/acquirers/sandbox"):
+        answer = viewer.get(path)
+        assert answer.status_code == 200 and '<form method="post" action="/acquirers' not in answer.text, path
+    posts = [
+        ("/acquirers", {"name": name, **_fields()}),
+        ("/acquirers/sandbox/disable", {}),
+        ("/acquirers/sandbox", _fields()),
+        (f"/endpoints/{merchant.endpoint_id}/connections", {"connections": "sandbox"}),
+    ]
+    for path, fields in posts:
+        assert viewer.post(path, fields).status_code == 403, path
+    assert name not in str(shared_gateway.cli("acquirer", "list"))
+    assert _shown(shared_gateway, "sandbox")["enabled"] is True
+
+
+def test_an_unknown_connection_has_no_page(console_as: Callable[[str], ConsoleClient]) -> None:
+    admin = console_as("admin")
+    assert admin.get("/acquirers/nowhere").status_code == 404
+    assert admin.post("/acquirers/nowhere/disable", {}).status_code == 404
