@@ -21,6 +21,7 @@ from kassa.engine.polling import Consumer
 from kassa.engine.scheduler import Scheduler
 from kassa.engine.worker import Worker, WorkerConfig
 from kassa.keyring import KeyRing
+from kassa.processors.connectors import Connectors
 from kassa.processors.interface import Authenticator
 from kassa.ratelimit import Limits
 from kassa.sandbox.acquirer import SandboxProcessor
@@ -94,6 +95,7 @@ class Services:
     limits: Limits = field(default_factory=lambda: Limits(None, None))
     background: list[asyncio.Task[None]] = field(default_factory=list)  # the loops ``run_workers`` started
     stopping_since: float | None = None  # ``time.monotonic()`` when the process was told to stop
+    connectors: Connectors | None = None  # the acquirer links this process's workers opened
 
     @property
     def stopping(self) -> bool:
@@ -145,7 +147,8 @@ def build_services(settings: Settings, worker_count: int) -> Services:
         crashpoints.arm(settings.test_crash_point)
     vault = load_vault(settings.vault_source)
     db = open_store(settings, vault, settings.db_threads)
-    processor, issuer = SandboxProcessor(settings.sandbox_latency_ms), SandboxIssuer()
+    connectors = Connectors(db, SandboxProcessor(settings.sandbox_latency_ms), settings.endpoint_cache_seconds)
+    issuer = SandboxIssuer()
     config = WorkerConfig(
         settings.poll_interval,
         settings.job_lease_seconds,
@@ -161,10 +164,11 @@ def build_services(settings: Settings, worker_count: int) -> Services:
     if not worker_count:  # an API-only process: jobs, callbacks and scheduled work run elsewhere
         return Services(settings, db, vault, directory, KeyRing(db), NonceBook(db), shedder, issuer, limits=limits)
     dispatcher = CallbackDispatcher(db, vault, _callback_config(settings))
-    workers = [Worker(db, vault, processor, issuer, config, callbacks=dispatcher) for _ in range(worker_count)]
+    workers = [Worker(db, vault, connectors, issuer, config, callbacks=dispatcher) for _ in range(worker_count)]
     services = Services(
         settings, db, vault, directory, KeyRing(db), NonceBook(db), shedder, issuer, workers, None, dispatcher, limits
     )
+    services.connectors = connectors
     services.scheduler = Scheduler(
         db,
         cutoff=settings.settlement_cutoff,
@@ -231,6 +235,8 @@ async def run_workers(services: Services, stop: asyncio.Event) -> None:
     if cut_off:
         log.warning("stopped with work in flight after the grace period", extra={"loops": len(cut_off)})
     await _hand_back(services)
+    if services.connectors is not None:  # signed off once nothing more is sent
+        await services.connectors.close()
 
 
 async def _hand_back(services: Services) -> None:

@@ -30,7 +30,7 @@ from kassa.engine.requests import authenticable, request_of
 from kassa.processors.interface import (
     Authenticator,
     Outcome,
-    Processor,
+    Processors,
     Request,
 )
 from kassa.storage import authentications as authentication_store
@@ -71,7 +71,7 @@ class Worker(Consumer):
         self,
         db: Database,
         vault: Vault,
-        processor: Processor,
+        processors: Processors,
         authenticator: Authenticator,
         config: WorkerConfig,
         callbacks: CallbackDispatcher | None = None,
@@ -79,7 +79,7 @@ class Worker(Consumer):
         super().__init__(db, (config.poll_interval, config.idle_claim_interval), "worker", config.lease_seconds)
         self.callbacks = callbacks  # told of callbacks once committed, so they go out at once
         self.vault = vault
-        self.processor = processor
+        self.processors = processors
         self.authenticator = authenticator
         self.config = config
         # Every job kind, and what runs it.
@@ -132,13 +132,15 @@ class Worker(Consumer):
         request = request_of(await self._completed(job, work), self.vault)
         if await self._authentication_pending(job, work, request):
             return
-        await self._record(job, work, await self.processor.process(request))
+        processor = await self.processors.serving(work.order["endpoint_id"])
+        await self._record(job, work, await processor.process(request))
 
     async def _reconcile(self, job: Job) -> None:
         work = await self._load(job)
         if work is not None:
             request = request_of(await self._completed(job, work), self.vault)
-            await self._record(job, work, await self.processor.reconcile(request))
+            processor = await self.processors.serving(work.order["endpoint_id"])
+            await self._record(job, work, await processor.reconcile(request))
 
     async def _load(self, job: Job) -> AuthorizationWork | None:
         """What the processor needs; None (and the job finished) when a crash after the outcome left the

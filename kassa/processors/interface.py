@@ -164,6 +164,13 @@ class Processor(Protocol):
         """Asks the acquirer for the final outcome of a transaction that ended ``unknown``."""
 
 
+class Processors(Protocol):
+    """The connectors of a deployment, by the endpoint they serve (``processors.connectors``)."""
+
+    async def serving(self, endpoint_id: int) -> Processor:
+        """The connector an endpoint's transactions go to."""
+
+
 class Authenticator(Protocol):
     """The 3-D Secure side: the card's issuer (its ACS), reached through a directory server."""
 

@@ -600,3 +600,33 @@ audit_log = Table(
     Index("ix_audit_log_action", "action", "id"),
     sqlite_autoincrement=True,
 )
+
+# The financial messages sent to acquirers over ISO 8583, each recorded before it goes out (its id is its
+# RRN, field 37), and how it ended: sent, answered, unanswered (being reversed or repeated), reversed, or
+# unsent (no socket was signed on). ``storage/acquirer_messages.py``.
+acquirer_messages = Table(
+    "acquirer_messages",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("transaction_id", ForeignKey("transactions.id"), nullable=False),
+    Column("connection_id", ForeignKey("acquirer_connections.id"), nullable=False),
+    Column("mti", String(4), nullable=False),
+    Column("processing_code", String(6), nullable=False),
+    Column("stan", String(6), nullable=False),
+    Column("sent_at_ms", BigInteger, nullable=False),  # fields 7, 12 and 13 are this moment
+    Column("state", String(16), nullable=False),
+    Column("response_code", String(2)),
+    Column("repeats", Integer, nullable=False),  # reversals or advice repetitions sent
+    Column("updated_at_ms", BigInteger, nullable=False),
+    Index("ix_acquirer_messages_transaction", "transaction_id", "id"),
+    Index("ix_acquirer_messages_state", "state", "connection_id"),
+    sqlite_autoincrement=True,
+)
+
+# Each connection's STAN sequence: a process reserves a block of numbers at a time.
+acquirer_stans = Table(
+    "acquirer_stans",
+    metadata,
+    Column("connection_id", ForeignKey("acquirer_connections.id"), primary_key=True),
+    Column("next", BigInteger, nullable=False),
+)

@@ -16,6 +16,7 @@ from kassa.core import recurring
 from kassa.domain.recurring import Retries, Status, date_of, midnight_ms
 from kassa.engine.scheduler import Scheduler
 from kassa.engine.worker import Worker, WorkerConfig
+from kassa.processors.connectors import Connectors
 from kassa.sandbox.acquirer import SandboxProcessor
 from kassa.sandbox.issuer import SandboxIssuer
 from kassa.storage import recurring as recurring_store
@@ -52,7 +53,8 @@ class Calendar:
 
 async def _tick_and_process(db: Database, scheduler: Scheduler) -> None:
     await scheduler.tick()
-    worker = Worker(db, TEST_VAULT, SandboxProcessor(), SandboxIssuer(), WorkerConfig(0.01, 30, 60, 1800, 3, 1))
+    sandbox = Connectors(db, SandboxProcessor())
+    worker = Worker(db, TEST_VAULT, sandbox, SandboxIssuer(), WorkerConfig(0.01, 30, 60, 1800, 3, 1))
     stop = asyncio.Event()
     running = asyncio.create_task(worker.run(stop))
     while await db.read(lambda conn: conn.execute(select(func.count()).select_from(jobs)).scalar_one()):

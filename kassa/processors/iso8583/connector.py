@@ -1,0 +1,196 @@
+"""A connector to an acquirer's host over ISO 8583 (CONTRACT §15): the ``Processor`` of one connection.
+
+Each financial message is recorded before it goes out (``storage.acquirer_messages``), its id the RRN. An
+answer gives the outcome by field 39 (the dialect's table). A request left unanswered after the response
+timeout is ``unknown``: the connector reverses it at once (0400), and the engine's reconciliation asks
+again every ``KASSA_RECONCILE_DELAY_SECONDS`` (60 s, as §15 says), which repeats the reversal (0401) until
+the host answers it; then the transaction ends ``error`` 911. Advices (a capture 0220, a void or cancel
+0400) are repeated the same way until answered, and are final once answered. A message the process may
+have sent before it died (recorded, never answered) counts as unanswered: it is reversed, or repeated,
+never sent again as new. While no socket is signed on nothing is sent: ``error`` 907 at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import logging
+from collections.abc import Iterator
+
+from kassa.clock import now_ms
+from kassa.domain.action_codes import ActionCode
+from kassa.domain.lifecycle import Stage
+from kassa.processors.interface import Capture, Outcome, Refund, Request, Reverse
+from kassa.processors.iso8583 import dialect as iso
+from kassa.processors.iso8583 import messages
+from kassa.processors.iso8583.dialect import Fields
+from kassa.processors.iso8583.link import Link, NotSignedOn, StanSource
+from kassa.processors.iso8583.messages import SentOriginal
+from kassa.storage import acquirer_messages as store
+from kassa.storage.acquirer_messages import State
+from kassa.storage.database import Database
+from kassa.storage.prepared import Record
+
+log = logging.getLogger("kassa.acquirer")
+
+_ADVICES = (Capture, Reverse)  # answered, they are final; unanswered, they are repeated, never reversed
+
+
+class DatabaseStans:
+    """A connection's STANs, reserved a block at a time (``storage.acquirer_messages.reserve_stans``)."""
+
+    def __init__(self, db: Database, connection_id: int, block: int = 100) -> None:
+        self._db = db
+        self._connection_id = connection_id
+        self._block = block
+        self._numbers: Iterator[int] = iter(())
+
+    async def next(self) -> str:
+        number = next(self._numbers, None)
+        while number is None:
+            reserved = await self._db.write(lambda conn: store.reserve_stans(conn, self._connection_id, self._block))
+            self._numbers = iter(reserved)
+            number = next(self._numbers, None)
+        return store.stan_of(number)
+
+
+class IsoProcessor:
+    def __init__(self, db: Database, connection_id: int, link: Link, stans: StanSource) -> None:
+        self._db = db
+        self._connection_id = connection_id
+        self._link = link
+        self._dialect = link.dialect
+        self._terminal = link.terminal
+        self._stans = stans
+
+    @property
+    def link(self) -> Link:
+        return self._link
+
+    async def process(self, request: Request) -> Outcome:
+        last = await self._db.read_point(lambda conn: store.last_of(conn, request.serial))
+        if last is not None and last["state"] in store.PENDING:  # sent before a restart, or being reversed
+            return await self.reconcile(request)
+        return await self._send_new(request)
+
+    async def reconcile(self, request: Request) -> Outcome:
+        last = await self._db.read_point(lambda conn: store.last_of(conn, request.serial))
+        if last is None or last["state"] == State.UNSENT:
+            return Outcome(Stage.UNKNOWN)  # nothing reached the host: a new try is the job's to make
+        if last["state"] == State.REVERSED:
+            return _timed_out()
+        if isinstance(request, _ADVICES):
+            return await self._repeat_advice(request, last)
+        return await self._reverse(request, last)
+
+    async def _send_new(self, request: Request) -> Outcome:
+        request, original = await self._with_original(request)
+        stan, at = await self._stans.next(), _utc_now()
+        unnumbered = self._message(request, original, stan, 0, at)  # its RRN is the id of the row it makes
+        mti, code, serial = unnumbered["t"], unnumbered["3"], request.serial
+        message_id = await self._db.write(
+            lambda conn: store.sent(conn, serial, self._connection_id, mti, code, stan, _ms(at))
+        )
+        fields = {**unnumbered, "37": _rrn(message_id)}
+        try:
+            answer = await self._link.exchange(fields)
+        except NotSignedOn:
+            await self._moved(message_id, State.UNSENT)
+            return Outcome(Stage.ERROR, ActionCode.ISSUER_INOPERATIVE, "No connection to the acquirer is signed on")
+        if answer is None:
+            await self._moved(message_id, State.UNANSWERED)
+            if isinstance(request, _ADVICES):
+                return Outcome(Stage.UNKNOWN)
+            return await self._reverse(request, await self._last(request))
+        return await self._answered(message_id, answer)
+
+    async def _reverse(self, request: Request, sent: Record) -> Outcome:
+        """Sends the reversal of the unanswered message ``sent`` (0400, then 0401); ``error`` 911 once the
+        host answers it, ``unknown`` until then."""
+        request, original = await self._with_original(request)
+        first = self._message(request, original, sent["stan"], sent["id"], _at(sent))
+        reversal = messages.reversal_of(self._dialect, first, await self._stans.next(), _utc_now(), sent["repeats"] > 0)
+        answer = await self._exchanged(reversal)
+        if answer is None:
+            await self._moved(sent["id"], State.UNANSWERED, repeated=1)
+            return Outcome(Stage.UNKNOWN)
+        await self._moved(sent["id"], State.REVERSED, response_code=answer.get("39"), repeated=1)
+        return _timed_out()
+
+    async def _repeat_advice(self, request: Request, sent: Record) -> Outcome:
+        request, original = await self._with_original(request)
+        advice = self._message(request, original, sent["stan"], sent["id"], _at(sent))
+        answer = await self._exchanged(messages.repeat_of(self._dialect, advice))
+        if answer is None:
+            await self._moved(sent["id"], State.UNANSWERED, repeated=1)
+            return Outcome(Stage.UNKNOWN)
+        return await self._answered(sent["id"], answer)
+
+    def _message(
+        self, request: Request, original: SentOriginal | None, stan: str, message_id: int, at: datetime.datetime
+    ) -> Fields:
+        return messages.build(self._dialect, self._terminal, request, stan, _rrn(message_id), at, original=original)
+
+    async def _with_original(self, request: Request) -> tuple[Request, SentOriginal | None]:
+        """A follow-up with its original as this acquirer knows it: the STAN, time and MTI it was sent with."""
+        if not isinstance(request, Capture | Reverse | Refund):
+            return request, None
+        sent = await self._db.read_point(lambda conn: store.last_of(conn, request.original.serial))
+        if sent is None or sent["mti"] is None:
+            raise messages.Unsupported("the authorization was not sent over this link")
+        known = dataclasses.replace(request.original, stan=sent["stan"], transmitted_at=_field7(_at(sent)))
+        return dataclasses.replace(request, original=known), SentOriginal(sent["mti"], sent["processing_code"])
+
+    async def _exchanged(self, fields: Fields) -> Fields | None:
+        try:
+            return await self._link.exchange(fields)
+        except NotSignedOn:
+            return None
+
+    async def _answered(self, message_id: int, answer: Fields) -> Outcome:
+        await self._moved(message_id, State.ANSWERED, response_code=answer.get("39"))
+        found = iso.answer_of(self._dialect, answer)
+        return Outcome(
+            found.stage,
+            found.error_code,
+            found.error_message,
+            approval_code=found.approval_code,
+            processor_rrn=found.rrn,
+        )
+
+    async def _moved(
+        self, message_id: int, state: State, *, response_code: str | None = None, repeated: int = 0
+    ) -> None:
+        moment = now_ms()
+        await self._db.write(
+            lambda conn: store.move(conn, message_id, state, moment, response_code=response_code, repeated=repeated)
+        )
+
+    async def _last(self, request: Request) -> Record:
+        last = await self._db.read_point(lambda conn: store.last_of(conn, request.serial))
+        assert last is not None
+        return last
+
+
+def _timed_out() -> Outcome:
+    return Outcome(Stage.ERROR, ActionCode.ISSUER_TIMED_OUT, ActionCode.ISSUER_TIMED_OUT.message)
+
+
+def _rrn(message_id: int) -> str:
+    return f"{message_id:012d}"
+
+
+def _utc_now() -> datetime.datetime:
+    return datetime.datetime.fromtimestamp(now_ms() / 1000, datetime.UTC)
+
+
+def _field7(at: datetime.datetime) -> str:
+    return at.strftime("%m%d%H%M%S")
+
+
+def _ms(at: datetime.datetime) -> int:
+    return int(at.timestamp() * 1000)
+
+
+def _at(sent: Record) -> datetime.datetime:
+    return datetime.datetime.fromtimestamp(sent["sent_at_ms"] / 1000, datetime.UTC)

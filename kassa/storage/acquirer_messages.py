@@ -1,0 +1,115 @@
+"""What the gateway sent acquirers over ISO 8583, one row per financial message, and how each ended.
+
+A row is written before its message goes out (``sent``), so that a message that may have reached the host
+when the process died is known on restart: an authorization is then reversed rather than sent again, an
+advice repeated. Its id is the message's retrieval reference number (field 37). The row moves on when the
+answer comes (``answered``), when none came in time (``unanswered``: a reversal follows, repeated until the
+host answers it, ``reversed``), or when nothing could be sent (``unsent``: no socket was signed on).
+
+STANs come from ``acquirer_stans``: a process reserves a block of a connection's numbers at a time, so no
+two processes of a deployment use one number while the other's message may be outstanding.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from sqlalchemy import Connection, bindparam, func, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from kassa.storage.prepared import Prepared, Record
+from kassa.storage.tables import acquirer_messages, acquirer_stans, transactions
+
+
+class State(StrEnum):
+    SENT = "sent"
+    ANSWERED = "answered"
+    UNANSWERED = "unanswered"
+    REVERSED = "reversed"
+    UNSENT = "unsent"
+
+
+PENDING = (State.SENT, State.UNANSWERED)  # may still be outstanding at the host: reversals and advices to repeat
+
+_TRANSACTION = select(transactions.c.id).where(transactions.c.serial_number == bindparam("serial")).scalar_subquery()
+_SENT = Prepared(
+    insert(acquirer_messages)
+    .values(
+        transaction_id=_TRANSACTION,
+        connection_id=bindparam("connection_id"),
+        mti=bindparam("mti"),
+        processing_code=bindparam("processing_code"),
+        stan=bindparam("stan"),
+        sent_at_ms=bindparam("now_ms"),
+        state=State.SENT.value,
+        repeats=0,
+        updated_at_ms=bindparam("now_ms"),
+    )
+    .returning(acquirer_messages.c.id)
+)
+_LAST = Prepared(
+    select(acquirer_messages)
+    .where(acquirer_messages.c.transaction_id == _TRANSACTION)
+    .order_by(acquirer_messages.c.id.desc())
+    .limit(1)
+)
+_MOVE = Prepared(
+    update(acquirer_messages)
+    .where(acquirer_messages.c.id == bindparam("message_id"))
+    .values(
+        state=bindparam("state"),
+        response_code=func.coalesce(bindparam("response_code"), acquirer_messages.c.response_code),
+        repeats=acquirer_messages.c.repeats + bindparam("repeated"),
+        updated_at_ms=bindparam("now_ms"),
+    )
+)
+
+
+def sent(
+    conn: Connection, serial: str, connection_id: int, mti: str, processing_code: str, stan: str, now_ms: int
+) -> int:
+    """A message of the transaction ``serial`` about to go out; its id (the RRN)."""
+    values = {"serial": serial, "connection_id": connection_id, "mti": mti, "processing_code": processing_code}
+    return int(_SENT.one(conn, {**values, "stan": stan, "now_ms": now_ms})["id"])
+
+
+def last_of(conn: Connection, serial: str) -> Record | None:
+    """The latest message sent for the transaction ``serial``."""
+    return _LAST.first(conn, {"serial": serial})
+
+
+def move(
+    conn: Connection, message_id: int, state: State, now_ms: int, *, response_code: str | None = None, repeated: int = 0
+) -> None:
+    values = {"message_id": message_id, "state": state.value, "response_code": response_code, "now_ms": now_ms}
+    _MOVE.execute(conn, {**values, "repeated": repeated})
+
+
+def pending(conn: Connection, connection_id: int) -> int:
+    """Reversals and advices not yet answered on the connection, for operators."""
+    c = acquirer_messages.c
+    query = select(func.count()).where(c.state == State.UNANSWERED.value, c.connection_id == connection_id)
+    return int(conn.execute(query).scalar_one())
+
+
+_RESERVE = Prepared(
+    sqlite.insert(acquirer_stans)
+    .values(connection_id=bindparam("connection_id"), next=bindparam("count"))
+    .on_conflict_do_update(index_elements=["connection_id"], set_={"next": acquirer_stans.c.next + bindparam("count")})
+    .returning(acquirer_stans.c.next),
+    postgresql=postgresql.insert(acquirer_stans)
+    .values(connection_id=bindparam("connection_id"), next=bindparam("count"))
+    .on_conflict_do_update(index_elements=["connection_id"], set_={"next": acquirer_stans.c.next + bindparam("count")})
+    .returning(acquirer_stans.c.next),
+)
+
+
+def reserve_stans(conn: Connection, connection_id: int, count: int) -> range:
+    """``count`` numbers of the connection's sequence no other process will use; a STAN is one of them
+    modulo 999999, plus 1 (``stan_of``)."""
+    end = int(_RESERVE.one(conn, {"connection_id": connection_id, "count": count})["next"])
+    return range(end - count, end)
+
+
+def stan_of(number: int) -> str:
+    return f"{number % 999_999 + 1:06d}"

@@ -1,0 +1,116 @@
+"""A gateway whose endpoint is routed to an ISO 8583 connection sends its payments to the acquirer's host
+(the simulator, over TCP) and reports what the host answered (CONTRACT §15)."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from kassa.sandbox.acquirer_host import AcquirerHost
+from tests.support.acquirer_host import host_on_a_thread
+from tests.support.gateway import Gateway, Merchant, new_merchant
+from tests.support.operations import capture, preauth
+
+_names = itertools.count()
+JOB_LEASE = 30  # KASSA_JOB_LEASE_SECONDS's default
+
+
+@pytest.fixture(scope="module")
+def host() -> Iterator[AcquirerHost]:
+    with host_on_a_thread() as found:
+        yield found
+
+
+@pytest.fixture
+def iso_merchant(make_merchant: Callable[..., Merchant], host: AcquirerHost) -> Merchant:
+    merchant = make_merchant()
+    _connect(merchant, f"acq-{next(_names)}-{merchant.endpoint_id}", host, response_timeout="0.5")
+    return merchant
+
+
+def _connect(merchant: Merchant, name: str, host: AcquirerHost, *, response_timeout: str) -> None:
+    """An ISO 8583 connection to ``host``, the merchant's endpoint routed to it."""
+    merchant.gateway.cli(
+        "acquirer", "create", "--name", name, "--host", "127.0.0.1", "--port", str(host.port),
+        "--acquiring-institution-id", "123456", "--terminal-id", "TERM0001", "--card-acceptor-id", "SHOP00000000001",
+        "--mcc", "5999", "--response-timeout", response_timeout,
+    )  # fmt: skip
+    merchant.gateway.cli("endpoint", "connections", "--id", str(merchant.endpoint_id), name)
+
+
+def _sent(host: AcquirerHost, mti: str, rrn: str) -> dict[str, str]:
+    return next(m for m in host.received if m["t"] == mti and m.get("37") == rrn)
+
+
+def test_an_approved_sale_reports_the_hosts_approval_code_and_the_rrn_the_gateway_sent(
+    iso_merchant: Merchant, host: AcquirerHost
+) -> None:
+    order = iso_merchant.sale("iso-1", cvv2="123").json()["paynet-order-id"]
+    final = iso_merchant.wait_final(order)
+    assert final["status"] == "approved"
+    sent = _sent(host, "0200", final["processor-rrn"])
+    assert (sent["3"], sent["4"], sent["41"].strip(), sent["49"]) == ("000000", "000000001042", "TERM0001", "840")
+    assert sent["2"] == "4111111111111111" and "CV003123" in sent["48"]
+    assert len(final["approval-code"]) == 6
+
+
+def test_a_decline_gets_the_contracts_code_for_the_hosts_answer(iso_merchant: Merchant) -> None:
+    order = iso_merchant.sale("iso-2", cvv2="116").json()["paynet-order-id"]
+    final = iso_merchant.wait_final(order)
+    assert (final["status"], final["error-code"]) == ("declined", "116")
+
+
+def test_an_unanswered_sale_is_reversed_and_ends_in_error_911(iso_merchant: Merchant, host: AcquirerHost) -> None:
+    order = iso_merchant.sale("iso-3", cvv2="217").json()["paynet-order-id"]  # the host never answers 217
+    final = iso_merchant.wait_final(order)
+    assert (final["status"], final["error-code"]) == ("error", "911")
+    reversal = next(m for m in host.received if m["t"] == "0400" and m["4"] == "000000001042" and m.get("90"))
+    assert reversal["90"][:4] == "0200"
+
+
+def test_a_capture_goes_as_an_advice_naming_the_preauthorization(iso_merchant: Merchant, host: AcquirerHost) -> None:
+    order = preauth(iso_merchant, "iso-4", amount="20.00").json()["paynet-order-id"]
+    authorized = iso_merchant.wait_final(order)
+    assert authorized["status"] == "approved"
+    capture(iso_merchant, "iso-4", order, "15.00")
+    final = iso_merchant.wait_final(order)
+    assert (final["transaction-type"], final["status"]) == ("capture", "approved")
+    authorization = _sent(host, "0100", authorized["processor-rrn"])
+    advice = next(m for m in host.received if m["t"] == "0220" and m.get("38") == authorized["approval-code"])
+    assert advice["4"] == "000000001500"
+    assert advice["90"][:10] == "0100" + authorization["11"]
+
+
+def test_a_sale_sent_when_the_gateway_died_is_reversed_after_restart_never_sent_again(
+    gateway_factory: Callable[..., Gateway], host: AcquirerHost
+) -> None:
+    gateway = gateway_factory()
+    merchant = new_merchant(gateway, "iso-crash")
+    name = f"acq-crash-{next(_names)}"
+    _connect(merchant, name, host, response_timeout="30")
+    host.silent.add("4111111111111111")  # the sale reaches the host and waits there
+    seen = len(host.received)
+    order = merchant.sale("iso-crash-1", cvv2="123").json()["paynet-order-id"]
+    _wait(lambda: any(m["t"] == "0200" for m in list(host.received)[seen:]))
+    [sent] = [m for m in list(host.received)[seen:] if m["t"] == "0200"]
+    gateway.kill()
+    host.silent.clear()
+
+    restarted = gateway_factory(KASSA_TEST_CLOCK="1")
+    merchant.gateway = restarted
+    restarted.advance(JOB_LEASE)
+    final = merchant.wait_final(order)
+    assert (final["status"], final.get("error-code")) == ("error", "911")
+    since = [m for m in list(host.received)[seen:] if m["t"] != "0800"]
+    assert [m["t"] for m in since] == ["0200", "0400"]  # the sale went once; what followed was its reversal
+    assert (since[1]["4"], since[1]["90"][:10]) == (sent["4"], "0200" + sent["11"])
+
+
+def _wait(condition: Callable[[], bool], timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "waited in vain"
+        time.sleep(0.02)
