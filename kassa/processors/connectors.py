@@ -1,6 +1,7 @@
 """Which connector serves an endpoint's transactions: the first enabled connection of the endpoint's route
-(CONTRACT §16; its conditions and cascading are routing's), the built-in sandbox when that is the sandbox or
-when the endpoint has no route. Routes are cached per process for a few seconds, as endpoints are.
+(CONTRACT §16; its conditions and cascading are routing's). A sandbox endpoint with no route is served by the
+built-in sandbox; a live endpoint only by an ISO 8583 connection, and with none its payments end ``error``
+907 with nothing sent. Routes are cached per process for a few seconds, as endpoints are.
 
 An ISO 8583 connection's link is opened the first time it is needed, and kept: its sockets sign on in the
 background; the first request waits for a sign-on up to the connection's response timeout. Links are closed
@@ -15,13 +16,29 @@ import ssl
 import time
 
 from kassa.domain.acquirers import Connection, Kind
-from kassa.processors.interface import Processor
+from kassa.domain.action_codes import ActionCode
+from kassa.domain.lifecycle import Stage
+from kassa.domain.merchants import Mode
+from kassa.processors.interface import Outcome, Processor, Request
 from kassa.processors.iso8583 import dialect
 from kassa.processors.iso8583.connector import DatabaseStans, IsoProcessor
 from kassa.processors.iso8583.link import Link, LinkState
 from kassa.processors.iso8583.messages import Terminal
 from kassa.storage import acquirers as acquirer_store
 from kassa.storage.database import Database
+
+
+class _Unrouted:
+    """Serves a live endpoint that has no enabled ISO 8583 connection: nothing is sent anywhere."""
+
+    async def process(self, request: Request) -> Outcome:
+        return Outcome(Stage.ERROR, ActionCode.ISSUER_INOPERATIVE, "No acquirer connection serves this endpoint")
+
+    async def reconcile(self, request: Request) -> Outcome:
+        return await self.process(request)
+
+
+UNROUTED = _Unrouted()
 
 
 class Connectors:
@@ -38,11 +55,20 @@ class Connectors:
         cached = self._routes.get(endpoint_id)
         if cached is not None and cached[0] > now:
             return cached[1]
-        route = await self._db.read_point(lambda conn: acquirer_store.route(conn, endpoint_id))
-        first = next((connection for connection in route if connection.enabled), None)
-        processor = self._sandbox if first is None or first.kind is Kind.SANDBOX else await self._iso(first)
+        mode, route = await self._db.read_point(
+            lambda conn: (acquirer_store.endpoint_mode(conn, endpoint_id), acquirer_store.route(conn, endpoint_id))
+        )
+        processor = await self._first(mode, route)
         self._routes[endpoint_id] = (now + self._ttl, processor)
         return processor
+
+    async def _first(self, mode: Mode, route: list[Connection]) -> Processor:
+        """A live endpoint's first enabled ISO 8583 connection, or none (nothing real may be approved by the
+        sandbox); a sandbox endpoint's first enabled connection, the sandbox if its list is empty."""
+        usable = [c for c in route if c.enabled and (mode is Mode.SANDBOX or c.kind is Kind.ISO8583)]
+        if not usable:
+            return self._sandbox if mode is Mode.SANDBOX else UNROUTED
+        return self._sandbox if usable[0].kind is Kind.SANDBOX else await self._iso(usable[0])
 
     def links(self) -> dict[int, LinkState]:
         """The state of each link this process has opened, by connection id, for operators."""

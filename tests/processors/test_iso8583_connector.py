@@ -114,3 +114,21 @@ def _wait(condition: Callable[[], bool], timeout: float = 10) -> None:
     while not condition():
         assert time.monotonic() < deadline, "waited in vain"
         time.sleep(0.02)
+
+
+def test_a_live_endpoint_without_an_iso_connection_sends_nothing_and_its_sale_ends_in_error_907(
+    make_merchant: Callable[..., Merchant],
+) -> None:
+    live = make_merchant(live=True)
+    final = live.wait_final(live.sale("live-1").json()["paynet-order-id"])
+    assert (final["status"], final["error-code"]) == ("error", "907")
+
+
+def test_a_live_endpoint_is_served_by_its_iso_connection(
+    make_merchant: Callable[..., Merchant], host: AcquirerHost
+) -> None:
+    live = make_merchant(live=True)
+    _connect(live, f"acq-live-{next(_names)}", host, response_timeout="0.5")
+    final = live.wait_final(live.sale("live-2").json()["paynet-order-id"])
+    assert final["status"] == "approved" and final["processor-rrn"] != ""
+    assert _sent(host, "0200", final["processor-rrn"])["41"].strip() == "TERM0001"

@@ -247,9 +247,9 @@ def endpoint_list(as_json: bool) -> None:
 @click.argument("names", nargs=-1)
 @json_option
 def endpoint_connections(endpoint_id: int, names: tuple[str, ...], as_json: bool) -> None:
-    """Show the acquirer connections an endpoint's payments go to, in the order they are tried; with NAMES,
+    """Show the acquirer connections of an endpoint (its payments go to the first enabled one); with NAMES,
     replace them by those, in that order. The sandbox connection serves sandbox endpoints only, and a live
-    endpoint needs an enabled ISO 8583 connection (`kassa acquirer`). Payments do not use this list yet."""
+    endpoint needs an enabled ISO 8583 connection (`kassa acquirer`)."""
 
     def show(conn: Connection) -> tuple[list[str], str | None]:
         route = acquirer_store.route(conn, endpoint_id)
