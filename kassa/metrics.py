@@ -52,6 +52,24 @@ CALLBACK_SECONDS: Final = Histogram(
     "Time a callback attempt took, answered or not.",
     buckets=_CALLBACK_BUCKETS,
 )
+ACQUIRER_MESSAGES: Final = Counter(
+    "kassa_acquirer_messages",
+    "Messages sent to acquirers over ISO 8583 (reversals and repetitions included), by connection, MTI and the "
+    "answer's field 39; `none`: no answer within the connection's response timeout.",
+    ("connection", "mti", "response_code"),
+)
+ACQUIRER_ANSWER_SECONDS: Final = Histogram(
+    "kassa_acquirer_answer_seconds",
+    "Time an acquirer's host took to answer a message, by connection.",
+    ("connection",),
+    buckets=(*_REQUEST_BUCKETS, 20.0),
+)
+ACQUIRER_SOCKETS_SIGNED_ON: Final = Gauge(
+    "kassa_acquirer_sockets_signed_on",
+    "Sockets to an acquirer's host signed on, by connection, over the processes that opened the link.",
+    ("connection",),
+    multiprocess_mode="livesum",
+)
 DB_CONNECTIONS_IN_USE: Final = Gauge(
     "kassa_db_connections_in_use",
     "Database connections checked out of this server's pools, sampled each second.",
@@ -109,6 +127,12 @@ requests: Final = RequestCounter()
 
 def outcome(status: str, decline_code: str | None) -> None:
     OUTCOMES.labels(status, decline_code or "").inc()
+
+
+def acquirer_message(connection: str, mti: str, response_code: str | None, seconds: float) -> None:
+    ACQUIRER_MESSAGES.labels(connection, mti, response_code or "none").inc()
+    if response_code is not None:
+        ACQUIRER_ANSWER_SECONDS.labels(connection).observe(seconds)
 
 
 def refused(reason: str) -> None:

@@ -113,6 +113,8 @@ class Services:
     def sample_figures(self) -> None:
         """The figures this process samples rather than counts (``kassa.metrics``)."""
         metrics.DB_CONNECTIONS_IN_USE.set(self.db.connections_in_use())
+        for name, state in (self.connectors.links() if self.connectors else {}).items():
+            metrics.ACQUIRER_SOCKETS_SIGNED_ON.labels(name).set(state.signed_on)
 
     def consumers(self) -> list[Consumer]:
         """This process's job workers and callback dispatcher: the owners of the leases it holds."""

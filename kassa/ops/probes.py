@@ -95,7 +95,14 @@ def _queues(figures: QueueFigures) -> CollectorRegistry:
             callbacks.oldest_due_age_ms / 1000,
         ),
     ]
-    registry.register(_Figures(families))
+    pending = GaugeMetricFamily(
+        "kassa_acquirer_reversals_pending",
+        "Reversals and advices sent to an acquirer and not answered yet, repeated until they are, by connection.",
+        labels=["connection"],
+    )
+    for name, count in sorted(figures.acquirer_pending.items()):
+        pending.add_metric([name], count)
+    registry.register(_Figures([*families, pending]))
     return registry
 
 
@@ -170,9 +177,21 @@ async def _workers(services: Services) -> str:
     return f"ok ({len(services.background)} running)"
 
 
+async def _acquirers(services: Services) -> str:
+    if services.connectors is None:
+        return "ok (none in this process)"
+    stranded = await services.connectors.stranded()
+    if stranded:
+        named = ", ".join(str(endpoint_id) for endpoint_id in stranded)
+        raise CheckFailed(f"no acquirer connection signed on for live endpoint {named}")
+    links = services.connectors.links()
+    return f"ok ({sum(state.signed_on > 0 for state in links.values())} of {len(links)} links signed on)"
+
+
 _CHECKS: tuple[tuple[str, Check], ...] = (
     ("database", _database),
     ("migrations", _migrations),
     ("vault", _vault),
     ("workers", _workers),
+    ("acquirers", _acquirers),
 )

@@ -15,6 +15,8 @@ import contextlib
 import ssl
 import time
 
+from sqlalchemy import Connection as DbConnection
+
 from kassa.domain.acquirers import Connection, Kind
 from kassa.domain.action_codes import ActionCode
 from kassa.domain.lifecycle import Stage
@@ -70,9 +72,27 @@ class Connectors:
             return self._sandbox if mode is Mode.SANDBOX else UNROUTED
         return self._sandbox if usable[0].kind is Kind.SANDBOX else await self._iso(usable[0])
 
-    def links(self) -> dict[int, LinkState]:
-        """The state of each link this process has opened, by connection id, for operators."""
-        return {connection_id: iso.link.state() for connection_id, iso in self._links.items()}
+    def links(self) -> dict[str, LinkState]:
+        """The state of each link this process has opened, by connection name, for operators."""
+        return {iso.name: iso.link.state() for iso in self._links.values()}
+
+    async def stranded(self) -> list[int]:
+        """The live endpoints none of whose ISO 8583 connections has a socket signed on, among the links this
+        process opened: their payments end ``error`` 907 (for readiness, ``/readyz``)."""
+        down = {iso.connection_id for iso in self._links.values() if iso.link.state().signed_on == 0}
+        if not down:
+            return []
+
+        def read(conn: DbConnection) -> list[int]:
+            using = {e for c in down for e, mode in acquirer_store.endpoints_using(conn, c) if mode is Mode.LIVE}
+            routes = acquirer_store.routes(conn, sorted(using))
+            return [
+                endpoint_id
+                for endpoint_id, route in routes.items()
+                if all(c.id in down for c in route if c.enabled and c.kind is Kind.ISO8583)
+            ]
+
+        return await self._db.read(read)
 
     async def close(self) -> None:
         links, self._links = self._links, {}
@@ -102,4 +122,4 @@ async def _opened(db: Database, connection: Connection) -> IsoProcessor:
     await link.start()
     with contextlib.suppress(TimeoutError):  # not signed on by then: its requests fail at once (907)
         await asyncio.wait_for(link.until(lambda state: state.signed_on > 0), timeout)
-    return IsoProcessor(db, connection.id, link, stans)
+    return IsoProcessor(db, connection.id, connection.name, link, stans)

@@ -18,7 +18,7 @@ from sqlalchemy import Connection, bindparam, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from kassa.storage.prepared import Prepared, Record
-from kassa.storage.tables import acquirer_messages, acquirer_stans, transactions
+from kassa.storage.tables import acquirer_connections, acquirer_messages, acquirer_stans, transactions
 
 
 class State(StrEnum):
@@ -85,11 +85,17 @@ def move(
     _MOVE.execute(conn, {**values, "repeated": repeated})
 
 
-def pending(conn: Connection, connection_id: int) -> int:
-    """Reversals and advices not yet answered on the connection, for operators."""
+def pending(conn: Connection) -> dict[str, int]:
+    """By connection name, the messages whose reversal or repetition is not answered yet, for operators;
+    along ``ix_acquirer_messages_state``."""
     c = acquirer_messages.c
-    query = select(func.count()).where(c.state == State.UNANSWERED.value, c.connection_id == connection_id)
-    return int(conn.execute(query).scalar_one())
+    query = (
+        select(acquirer_connections.c.name, func.count())
+        .join(acquirer_connections, acquirer_connections.c.id == c.connection_id)
+        .where(c.state == State.UNANSWERED.value)
+        .group_by(acquirer_connections.c.name)
+    )
+    return {name: int(count) for name, count in conn.execute(query).all()}
 
 
 _RESERVE = Prepared(

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, bindparam, func, literal, select
 
+from kassa.storage import acquirer_messages
 from kassa.storage.jobs import JobKind
 from kassa.storage.tables import callback_destinations, callbacks, jobs
 
@@ -29,6 +30,7 @@ class Queue:
 class QueueFigures:
     jobs: dict[str, Queue]
     callbacks: Queue
+    acquirer_pending: dict[str, int]  # by connection: reversals and advices not answered yet
 
 
 def read(conn: Connection, now_ms: int, *, counted_up_to: int = COUNTED_UP_TO) -> QueueFigures:
@@ -41,6 +43,7 @@ def read(conn: Connection, now_ms: int, *, counted_up_to: int = COUNTED_UP_TO) -
     return QueueFigures(
         {kind.value: Queue(count, _age(first_due, now_ms)) for kind, (count, first_due) in by_kind.items() if count},
         Queue(pending, _age(callback_due, now_ms)),
+        acquirer_messages.pending(conn),
     )
 
 

@@ -7,11 +7,13 @@ import itertools
 import time
 from collections.abc import Callable, Iterator
 
+import httpx
 import pytest
 
 from kassa.sandbox.acquirer_host import AcquirerHost
+from tests.ops.test_probes import scrape
 from tests.support.acquirer_host import host_on_a_thread
-from tests.support.gateway import Gateway, Merchant, new_merchant
+from tests.support.gateway import Gateway, Merchant, free_port, new_merchant
 from tests.support.operations import capture, preauth
 
 _names = itertools.count()
@@ -132,3 +134,44 @@ def test_a_live_endpoint_is_served_by_its_iso_connection(
     final = live.wait_final(live.sale("live-2").json()["paynet-order-id"])
     assert final["status"] == "approved" and final["processor-rrn"] != ""
     assert _sent(host, "0200", final["processor-rrn"])["41"].strip() == "TERM0001"
+
+
+def test_operators_see_each_connections_messages_answers_and_signed_on_sockets(
+    iso_merchant: Merchant, host: AcquirerHost
+) -> None:
+    [name] = iso_merchant.gateway.cli("endpoint", "connections", "--id", str(iso_merchant.endpoint_id))["connections"]
+    iso_merchant.wait_final(iso_merchant.sale("iso-m1", cvv2="123").json()["paynet-order-id"])
+    iso_merchant.wait_final(iso_merchant.sale("iso-m2", cvv2="116").json()["paynet-order-id"])
+    iso_merchant.wait_final(iso_merchant.sale("iso-m3", cvv2="217").json()["paynet-order-id"])
+    figures = scrape(iso_merchant.gateway)
+
+    def sample(metric: str, **labels: str) -> float:
+        return figures.get((metric, frozenset({"connection": name, **labels}.items())), 0.0)
+
+    assert sample("kassa_acquirer_messages_total", mti="0200", response_code="00") == 1
+    assert sample("kassa_acquirer_messages_total", mti="0200", response_code="51") == 1
+    assert sample("kassa_acquirer_messages_total", mti="0200", response_code="none") == 1
+    assert sample("kassa_acquirer_messages_total", mti="0400", response_code="00") == 1
+    assert sample("kassa_acquirer_answer_seconds_count") == 3
+    assert sample("kassa_acquirer_sockets_signed_on") >= 1
+    assert sample("kassa_acquirer_reversals_pending") == 0
+
+
+def test_a_live_endpoint_whose_every_connection_is_down_makes_the_process_not_ready(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    gateway = gateway_factory()
+    live = new_merchant(gateway, "iso-down", live=True)
+    name = f"acq-down-{next(_names)}"
+    live.gateway.cli(
+        "acquirer", "create", "--name", name, "--host", "127.0.0.1", "--port", str(free_port()),
+        "--acquiring-institution-id", "123456", "--terminal-id", "TERM0001", "--card-acceptor-id", "SHOP00000000001",
+        "--mcc", "5999", "--response-timeout", "0.2",
+    )  # fmt: skip
+    live.gateway.cli("endpoint", "connections", "--id", str(live.endpoint_id), name)
+    assert httpx.get(f"{gateway.ops}/readyz", timeout=10).status_code == 200
+    final = live.wait_final(live.sale("down-1").json()["paynet-order-id"])
+    assert (final["status"], final["error-code"]) == ("error", "907")
+    answer = httpx.get(f"{gateway.ops}/readyz", timeout=10)
+    assert answer.status_code == 503
+    assert str(live.endpoint_id) in answer.json()["checks"]["acquirers"]

@@ -15,8 +15,10 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import logging
+import time
 from collections.abc import Iterator
 
+from kassa import metrics
 from kassa.clock import now_ms
 from kassa.domain.action_codes import ActionCode
 from kassa.domain.lifecycle import Stage
@@ -41,23 +43,24 @@ class DatabaseStans:
 
     def __init__(self, db: Database, connection_id: int, block: int = 100) -> None:
         self._db = db
-        self._connection_id = connection_id
+        self.connection_id = connection_id
         self._block = block
         self._numbers: Iterator[int] = iter(())
 
     async def next(self) -> str:
         number = next(self._numbers, None)
         while number is None:
-            reserved = await self._db.write(lambda conn: store.reserve_stans(conn, self._connection_id, self._block))
+            reserved = await self._db.write(lambda conn: store.reserve_stans(conn, self.connection_id, self._block))
             self._numbers = iter(reserved)
             number = next(self._numbers, None)
         return store.stan_of(number)
 
 
 class IsoProcessor:
-    def __init__(self, db: Database, connection_id: int, link: Link, stans: StanSource) -> None:
+    def __init__(self, db: Database, connection_id: int, name: str, link: Link, stans: StanSource) -> None:
         self._db = db
-        self._connection_id = connection_id
+        self.connection_id = connection_id
+        self.name = name
         self._link = link
         self._dialect = link.dialect
         self._terminal = link.terminal
@@ -89,11 +92,11 @@ class IsoProcessor:
         unnumbered = self._message(request, original, stan, 0, at)  # its RRN is the id of the row it makes
         mti, code, serial = unnumbered["t"], unnumbered["3"], request.serial
         message_id = await self._db.write(
-            lambda conn: store.sent(conn, serial, self._connection_id, mti, code, stan, _ms(at))
+            lambda conn: store.sent(conn, serial, self.connection_id, mti, code, stan, _ms(at))
         )
         fields = {**unnumbered, "37": _rrn(message_id)}
         try:
-            answer = await self._link.exchange(fields)
+            answer = await self._timed(fields)
         except NotSignedOn:
             await self._moved(message_id, State.UNSENT)
             return Outcome(Stage.ERROR, ActionCode.ISSUER_INOPERATIVE, "No connection to the acquirer is signed on")
@@ -143,9 +146,17 @@ class IsoProcessor:
 
     async def _exchanged(self, fields: Fields) -> Fields | None:
         try:
-            return await self._link.exchange(fields)
+            return await self._timed(fields)
         except NotSignedOn:
             return None
+
+    async def _timed(self, fields: Fields) -> Fields | None:
+        """The link's exchange, counted and timed for ``/metrics``."""
+        started = time.perf_counter()
+        answer = await self._link.exchange(fields)
+        code = None if answer is None else answer.get("39", "")
+        metrics.acquirer_message(self.name, fields["t"], code, time.perf_counter() - started)
+        return answer
 
     async def _answered(self, message_id: int, answer: Fields) -> Outcome:
         await self._moved(message_id, State.ANSWERED, response_code=answer.get("39"))
