@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -33,12 +34,12 @@ def iso_merchant(make_merchant: Callable[..., Merchant], host: AcquirerHost) -> 
     return merchant
 
 
-def _connect(merchant: Merchant, name: str, host: AcquirerHost, *, response_timeout: str) -> None:
+def _connect(merchant: Merchant, name: str, host: AcquirerHost, *, response_timeout: str, sockets: str = "1") -> None:
     """An ISO 8583 connection to ``host``, the merchant's endpoint routed to it."""
     merchant.gateway.cli(
         "acquirer", "create", "--name", name, "--host", "127.0.0.1", "--port", str(host.port),
         "--acquiring-institution-id", "123456", "--terminal-id", "TERM0001", "--card-acceptor-id", "SHOP00000000001",
-        "--mcc", "5999", "--response-timeout", response_timeout,
+        "--mcc", "5999", "--response-timeout", response_timeout, "--sockets", sockets,
     )  # fmt: skip
     merchant.gateway.cli("endpoint", "connections", "--id", str(merchant.endpoint_id), name)
 
@@ -175,3 +176,27 @@ def test_a_live_endpoint_whose_every_connection_is_down_makes_the_process_not_re
     answer = httpx.get(f"{gateway.ops}/readyz", timeout=10)
     assert answer.status_code == 503
     assert str(live.endpoint_id) in answer.json()["checks"]["acquirers"]
+
+
+@pytest.mark.backends("postgresql")
+def test_two_processes_over_four_sockets_never_reuse_a_stan_and_every_answer_reaches_its_sale(
+    gateway_factory: Callable[..., Gateway], host: AcquirerHost
+) -> None:
+    gateway = gateway_factory("--processes", "2", KASSA_ADDRESS_RATE="0")
+    merchant = new_merchant(gateway, "iso-busy")
+    name = f"acq-busy-{next(_names)}"
+    _connect(merchant, name, host, response_timeout="5", sockets="2")
+    seen = len(host.received)
+    amounts = {f"busy-{n}": f"{1 + n % 97}.{n % 100:02d}" for n in range(500)}
+    with ThreadPoolExecutor(16) as pool:
+        accepted = dict(
+            zip(amounts, pool.map(lambda c: merchant.sale(c, amount=amounts[c]).json(), amounts), strict=True)
+        )
+    finals = {c: merchant.wait_final(a["paynet-order-id"], timeout=60) for c, a in accepted.items()}
+    assert {f["status"] for f in finals.values()} == {"approved"}
+    assert all(f["amount"] == amounts[c] for c, f in finals.items())
+    sales = [m for m in list(host.received)[seen:] if m["t"] == "0200"]
+    assert len(sales) == 500
+    assert len({m["11"] for m in sales}) == 500  # no STAN used twice by the two processes
+    by_rrn = {m["37"]: m for m in sales}
+    assert all(by_rrn[f["processor-rrn"]]["4"] == f"{int(amounts[c].replace('.', '')):012d}" for c, f in finals.items())
