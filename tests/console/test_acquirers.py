@@ -67,6 +67,7 @@ def test_bad_settings_are_refused_naming_the_field_and_the_secret_is_not_refille
         ({"mcc": "59"}, "Merchant category code (field 18) must be 4 digits."),
         ({"sockets": "12"}, "Sockets per process must be a whole number from 1 to 8."),
         ({"response_timeout": "-3"}, "Response timeout must be a number of seconds above 0"),
+        ({"dialect": "acme"}, "Dialect: no dialect named &#39;acme&#39;."),
         ({"kind": "sandbox"}, "A sandbox connection has no settings"),
     ]
     for changes, message in cases:
@@ -94,15 +95,20 @@ def test_an_admin_changes_settings_replaces_and_removes_the_secret_and_each_chan
     )  # fmt: skip
     refused = admin.post(f"/acquirers/{name}", _fields(port="99999"))
     assert refused.status_code == 400 and "Port must be a whole number" in refused.text
+    unknown = admin.post(f"/acquirers/{name}", _fields(dialect="acme"))
+    assert unknown.status_code == 400 and "Dialect: no dialect named" in unknown.text
     assert _shown(shared_gateway, name)["port"] == 5000
-    assert admin.post(f"/acquirers/{name}", _fields(clear_secret="1")).status_code == 303
+    kept = _fields(sockets="3", response_timeout="2.5", clear_secret="1")  # the form shows what is set
+    assert admin.post(f"/acquirers/{name}", kept).status_code == 303
     assert _shown(shared_gateway, name)["secret"] is False
     audit = run_sql(
-        shared_gateway.database_url, f"SELECT action, before, after FROM audit_log WHERE target = 'acquirer {name}'"
+        shared_gateway.database_url,
+        f"SELECT action, before, after FROM audit_log WHERE target = 'acquirer {name}' ORDER BY id",
     )
     assert [action for action, _, _ in audit] == ["acquirer.create", "acquirer.update", "acquirer.update"]
     _, before, after = audit[1]
     assert '"sockets":1' in before and '"sockets":3' in after and '"secret":"new"' in after
+    assert (audit[2][1], audit[2][2]) == ('{"secret":true}', '{"secret":false}')
     assert "PRIVATE" not in str(audit)
 
 
@@ -125,7 +131,7 @@ def test_a_disabled_connection_is_shown_disabled_where_endpoints_list_it_and_ena
     actions = [
         a
         for (a,) in run_sql(
-            shared_gateway.database_url, f"SELECT action FROM audit_log WHERE target = 'acquirer {name}'"
+            shared_gateway.database_url, f"SELECT action FROM audit_log WHERE target = 'acquirer {name}' ORDER BY id"
         )
     ]
     assert actions == ["acquirer.create", "acquirer.disable", "acquirer.enable"]

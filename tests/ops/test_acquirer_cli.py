@@ -129,6 +129,7 @@ def test_an_update_changes_the_settings_it_names_and_is_audited_as_the_cli_user(
         (("--mcc", "59999"), "merchant category code (field 18) must be 4 digits"),
         (("--sockets", "50"), "sockets per process must be a whole number from 1 to 8"),
         (("--response-timeout", "0"), "response timeout must be a number of seconds above 0"),
+        (("--dialect", "acme"), "Invalid value for --dialect: no dialect named 'acme'"),
     ],
 )
 def test_a_bad_setting_is_refused_naming_its_option(

@@ -27,6 +27,8 @@ from kassa.domain.acquirers import (
 )
 from kassa.domain.acquirers import Connection as AcquirerConnection
 from kassa.domain.operators import Action
+from kassa.processors.iso8583.dialect import DialectError
+from kassa.processors.iso8583.dialect import load as load_dialect
 from kassa.storage import acquirers as acquirer_store
 from kassa.storage import merchants as merchant_store
 
@@ -56,9 +58,14 @@ def _choices() -> dict[str, Any]:
 
 def _settings(form: dict[str, str]) -> dict[str, str | bool]:
     """What a connection form sets, as ``domain.acquirers.read_link`` reads it (all of it: an emptied
-    optional setting is its default)."""
+    optional setting is its default); a dialect named must be one Kassa has."""
     values: dict[str, str | bool] = {name: form.get(name, "") for name in _TEXT_SETTINGS}
     values["tls"] = bool(form.get("tls"))
+    if form.get("dialect"):
+        try:
+            load_dialect(form["dialect"])
+        except DialectError as problem:
+            raise Problem(sentence(f"dialect: {problem}")) from None
     return values
 
 
@@ -157,7 +164,7 @@ async def connection_update(console: Console, visit: Visit) -> Response:
     name, form = visit.request.path_params["name"], visit.form
     clear = bool(form.get("clear_secret"))
     try:
-        secret = _secret(form)
+        values, secret = _settings(form), _secret(form)
         if secret is not None and clear:
             raise Problem("Give a new secret or remove the secret, not both.")
     except Problem as problem:
@@ -165,7 +172,7 @@ async def connection_update(console: Console, visit: Visit) -> Response:
     vault = console.services.vault
 
     def change(conn: Connection) -> tuple[dict[str, Any], dict[str, Any]]:
-        before, after = acquirer_store.change(conn, vault, name, _settings(form), secret, clear, now_ms())
+        before, after = acquirer_store.change(conn, vault, name, values, secret, clear, now_ms())
         return changes(before, after, new_secret=secret is not None)
 
     try:

@@ -24,6 +24,8 @@ from kassa.domain.acquirers import (
 from kassa.domain.acquirers import Connection as AcquirerConnection
 from kassa.domain.operators import Action
 from kassa.ops.cli.common import cli_actor, emit, json_option, read, vault, write
+from kassa.processors.iso8583.dialect import DialectError
+from kassa.processors.iso8583.dialect import load as load_dialect
 from kassa.storage import acquirers as acquirer_store
 from kassa.storage import audit_log
 
@@ -63,7 +65,14 @@ def acquirer() -> None:
 
 
 def _given(settings: dict[str, Any]) -> dict[str, str | bool]:
-    return {name: value for name, value in settings.items() if value is not None}
+    """The settings the command names; a dialect among them must be one Kassa has."""
+    given = {name: value for name, value in settings.items() if value is not None}
+    if given.get("dialect"):
+        try:
+            load_dialect(str(given["dialect"]))
+        except DialectError as problem:
+            raise click.BadParameter(str(problem), param_hint="--dialect") from None
+    return given
 
 
 def _option(field: str) -> str:
