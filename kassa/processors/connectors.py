@@ -1,7 +1,8 @@
-"""Which connector serves an endpoint's transactions: the first enabled connection of the endpoint's route
-(CONTRACT §16; its conditions and cascading are routing's). A sandbox endpoint with no route is served by the
-built-in sandbox; a live endpoint only by an ISO 8583 connection, and with none its payments end ``error``
-907 with nothing sent. Routes are cached per process for a few seconds, as endpoints are.
+"""Which connector serves an endpoint's transactions: its route's enabled connections in order, cascading from
+one to the next (``Route``, CONTRACT §16; the conditions a connection may carry are not read yet). A sandbox
+endpoint with no route is served by the built-in sandbox; a live endpoint only by ISO 8583 connections, and
+with none its payments end ``error`` 907 with nothing sent. Routes are cached per process for a few seconds,
+as endpoints are.
 
 An ISO 8583 connection's link is opened the first time it is needed, and kept: its sockets sign on in the
 background; the first request waits for a sign-on up to the connection's response timeout. Links are closed
@@ -21,26 +22,85 @@ from kassa.domain.acquirers import Connection, Kind
 from kassa.domain.action_codes import ActionCode
 from kassa.domain.lifecycle import Stage
 from kassa.domain.merchants import Mode
-from kassa.processors.interface import Outcome, Processor, Request
+from kassa.processors.interface import Capture, Outcome, Processor, Refund, Request, Reverse
 from kassa.processors.iso8583 import dialect
 from kassa.processors.iso8583.connector import DatabaseStans, IsoProcessor
 from kassa.processors.iso8583.link import Link, LinkState
 from kassa.processors.iso8583.messages import Terminal
+from kassa.storage import acquirer_messages as messages
 from kassa.storage import acquirers as acquirer_store
 from kassa.storage.database import Database
+
+UNROUTED_OUTCOME = Outcome(Stage.ERROR, ActionCode.ISSUER_INOPERATIVE, "No acquirer connection serves this endpoint")
 
 
 class _Unrouted:
     """Serves a live endpoint that has no enabled ISO 8583 connection: nothing is sent anywhere."""
 
     async def process(self, request: Request) -> Outcome:
-        return Outcome(Stage.ERROR, ActionCode.ISSUER_INOPERATIVE, "No acquirer connection serves this endpoint")
+        return UNROUTED_OUTCOME
 
     async def reconcile(self, request: Request) -> Outcome:
         return await self.process(request)
 
 
 UNROUTED = _Unrouted()
+
+
+# Outcomes another connection may still change (CONTRACT §16's default cascade list): the acquirer or the
+# issuer failed, or declined without a reason a second acquirer would not share.
+CASCADE_CODES = frozenset(
+    {
+        ActionCode.ISSUER_INOPERATIVE,
+        ActionCode.SYSTEM_MALFUNCTION,
+        ActionCode.ISSUER_TIMED_OUT,
+        ActionCode.DO_NOT_HONOUR,
+    }
+)
+MAX_TRIES = 3  # connections tried for one request, at most
+
+
+def cascades(outcome: Outcome) -> bool:
+    return outcome.stage in (Stage.ERROR, Stage.DECLINED) and outcome.error_code in CASCADE_CODES
+
+
+class Route:
+    """An endpoint's connections in order (CONTRACT §16). A first authorization goes to the first; when it
+    ends ``error`` or declined with a code of ``CASCADE_CODES``, to the next, at most ``MAX_TRIES`` in all,
+    each try a message of the transaction on its connection (``storage.acquirer_messages``). A follow-up
+    goes to the connection that answered its authorization; a transaction with a message still outstanding
+    (a crash, a reversal) to the connection that has it."""
+
+    def __init__(self, db: Database, connectors: Connectors, tries: list[tuple[int | None, Processor]]) -> None:
+        self._db = db
+        self._connectors = connectors
+        self._tries = tries  # (connection id, its connector); no id for the sandbox, which records no message
+
+    async def process(self, request: Request) -> Outcome:
+        if isinstance(request, Capture | Reverse | Refund):
+            return await (await self._answering(request.original.serial)).process(request)
+        sent = await self._db.read_point(lambda conn: messages.messages_of(conn, request.serial))
+        outstanding = next((m for m in reversed(sent) if m["state"] in messages.PENDING), None)
+        if outstanding is not None:
+            return await (await self._connectors.by_id(outstanding["connection_id"])).process(request)
+        tried = {m["connection_id"] for m in sent}
+        left = [connector for cid, connector in self._tries if cid is None or cid not in tried]
+        outcome = UNROUTED_OUTCOME
+        for connector in left[: max(0, MAX_TRIES - len(tried))]:
+            outcome = await connector.process(request)
+            if not cascades(outcome):
+                break
+        return outcome
+
+    async def reconcile(self, request: Request) -> Outcome:
+        last = await self._db.read_point(lambda conn: messages.last_of(conn, request.serial))
+        connector = self._tries[0][1] if last is None else await self._connectors.by_id(last["connection_id"])
+        return await connector.reconcile(request)
+
+    async def _answering(self, serial: str) -> Processor:
+        """The connector that answered the authorization ``serial``: its last message's connection."""
+        last = await self._db.read_point(lambda conn: messages.last_of(conn, serial))
+        return self._tries[0][1] if last is None else await self._connectors.by_id(last["connection_id"])
 
 
 class Connectors:
@@ -65,12 +125,25 @@ class Connectors:
         return processor
 
     async def _first(self, mode: Mode, route: list[Connection]) -> Processor:
-        """A live endpoint's first enabled ISO 8583 connection, or none (nothing real may be approved by the
-        sandbox); a sandbox endpoint's first enabled connection, the sandbox if its list is empty."""
+        """A live endpoint's enabled ISO 8583 connections, or none (nothing real may be approved by the
+        sandbox); a sandbox endpoint's enabled connections, the sandbox if its list is empty or has only it."""
         usable = [c for c in route if c.enabled and (mode is Mode.SANDBOX or c.kind is Kind.ISO8583)]
         if not usable:
             return self._sandbox if mode is Mode.SANDBOX else UNROUTED
-        return self._sandbox if usable[0].kind is Kind.SANDBOX else await self._iso(usable[0])
+        if all(c.kind is Kind.SANDBOX for c in usable):
+            return self._sandbox  # nothing to cascade to, and no message to look up: the sandbox's hot path
+        tries: list[tuple[int | None, Processor]] = [
+            (None, self._sandbox) if c.kind is Kind.SANDBOX else (c.id, await self._iso(c)) for c in usable
+        ]
+        return Route(self._db, self, tries)
+
+    async def by_id(self, connection_id: int) -> Processor:
+        """The connector of a connection a message of a transaction went to, whatever the route is now."""
+        found = self._links.get(connection_id)
+        if found is not None:
+            return found
+        connection = await self._db.read_point(lambda conn: acquirer_store.by_id(conn, connection_id))
+        return await self._iso(connection)
 
     def links(self) -> dict[str, LinkState]:
         """The state of each link this process has opened, by connection name, for operators."""

@@ -4,7 +4,8 @@ The whole acquirer link runs against it without a bank (``kassa acquirer-sim``, 
 
 Switches, given at construction and changed at run time by setting the attributes: ``late`` answers a card's
 messages so many seconds late, ``silent`` never answers a card's messages, ``answer_echoes`` off leaves echoes
-unanswered, ``drop_after`` closes a connection when its N-th message arrives (unanswered), and
+unanswered, ``drop_after`` closes a connection when its N-th message arrives (unanswered), ``answer_with``
+answers every authorization with that field 39 whatever the card (a host that is failing, for cascading), and
 ``drop_connections()`` closes every connection now. A trigger of ``217`` leaves only the authorization
 unanswered (its reversal is answered): that is how ``unknown`` arises over ISO 8583.
 """
@@ -63,6 +64,7 @@ class AcquirerHost:
         silent: Iterable[str] = (),
         answer_echoes: bool = True,
         drop_after: int | None = None,
+        answer_with: str | None = None,
         tls: ssl.SSLContext | None = None,
         keep: int = 100_000,
     ) -> None:
@@ -71,6 +73,7 @@ class AcquirerHost:
         self.silent = set(silent)
         self.answer_echoes = answer_echoes
         self.drop_after = drop_after
+        self.answer_with = answer_with
         # The messages received, decoded and so in clear: in memory only, for tests to inspect.
         self.received: deque[Fields] = deque(maxlen=keep)
         self._tls = tls
@@ -188,6 +191,8 @@ class AcquirerHost:
         return None
 
     def _authorization(self, fields: Fields) -> str | None:
+        if self.answer_with is not None:
+            return self.answer_with
         try:
             items = dialect.parse_tlv(self.dialect, fields.get(self.dialect.additional.field, ""))
         except MessageError:

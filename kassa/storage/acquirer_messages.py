@@ -17,7 +17,7 @@ from enum import StrEnum
 from sqlalchemy import Connection, bindparam, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from kassa.storage.prepared import Prepared, Record
+from kassa.storage.prepared import Prepared, Record, Row
 from kassa.storage.tables import acquirer_connections, acquirer_messages, acquirer_stans, transactions
 
 
@@ -76,6 +76,16 @@ def sent(
 def last_of(conn: Connection, serial: str) -> Record | None:
     """The latest message sent for the transaction ``serial``."""
     return _LAST.first(conn, {"serial": serial})
+
+
+def messages_of(conn: Connection, serial: str) -> list[Row]:
+    """Every message sent for the transaction ``serial``, oldest first: its tries, one per connection."""
+    return _OF_TRANSACTION.all(conn, {"serial": serial})
+
+
+_OF_TRANSACTION = Prepared(
+    select(acquirer_messages).where(acquirer_messages.c.transaction_id == _TRANSACTION).order_by(acquirer_messages.c.id)
+)
 
 
 def move(

@@ -200,3 +200,49 @@ def test_two_processes_over_four_sockets_never_reuse_a_stan_and_every_answer_rea
     assert len({m["11"] for m in sales}) == 500  # no STAN used twice by the two processes
     by_rrn = {m["37"]: m for m in sales}
     assert all(by_rrn[f["processor-rrn"]]["4"] == f"{int(amounts[c].replace('.', '')):012d}" for c, f in finals.items())
+
+
+def _create(merchant: Merchant, name: str, port: int, response_timeout: str = "0.5") -> None:
+    merchant.gateway.cli(
+        "acquirer", "create", "--name", name, "--host", "127.0.0.1", "--port", str(port),
+        "--acquiring-institution-id", "123456", "--terminal-id", "TERM0002", "--card-acceptor-id", "SHOP00000000002",
+        "--mcc", "5999", "--response-timeout", response_timeout,
+    )  # fmt: skip
+
+
+def test_a_sale_cascades_to_the_next_connection_when_the_first_answers_91_and_its_capture_goes_there(
+    make_merchant: Callable[..., Merchant], host: AcquirerHost
+) -> None:
+    merchant = make_merchant()
+    first, second = f"acq-a-{next(_names)}", f"acq-b-{next(_names)}"
+    with host_on_a_thread(answer_with="91") as failing:
+        _create(merchant, first, failing.port)
+        _create(merchant, second, host.port)
+        merchant.gateway.cli("endpoint", "connections", "--id", str(merchant.endpoint_id), first, second)
+        order = preauth(merchant, "cascade-1", amount="20.00").json()["paynet-order-id"]
+        authorized = merchant.wait_final(order)
+        assert authorized["status"] == "approved"
+        [tried] = [m for m in failing.received if m["t"] == "0100"]
+        approving = _sent(host, "0100", authorized["processor-rrn"])
+        assert tried["37"] != approving["37"] and tried["4"] == approving["4"]
+        capture(merchant, "cascade-1", order, "20.00")
+        assert merchant.wait_final(order)["status"] == "approved"
+        assert not [m for m in failing.received if m["t"] == "0220"]
+        assert [m for m in host.received if m["t"] == "0220" and m.get("38") == authorized["approval-code"]]
+
+
+def test_a_sale_goes_to_the_next_connection_at_once_when_the_first_has_no_socket_signed_on(
+    make_merchant: Callable[..., Merchant], host: AcquirerHost
+) -> None:
+    merchant = make_merchant()
+    down, up = f"acq-down-{next(_names)}", f"acq-up-{next(_names)}"
+    _create(merchant, down, free_port(), response_timeout="3")
+    _create(merchant, up, host.port)
+    merchant.gateway.cli("endpoint", "connections", "--id", str(merchant.endpoint_id), down, up)
+    first = merchant.wait_final(merchant.sale("down-then-up-1").json()["paynet-order-id"])
+    assert first["status"] == "approved"
+    started = time.monotonic()
+    second = merchant.wait_final(merchant.sale("down-then-up-2").json()["paynet-order-id"])
+    # The link to the host that is down waited for a sign-on once, as it opened; the second sale waits on
+    # nothing there: its response timeout (3 s) never runs.
+    assert second["status"] == "approved" and time.monotonic() - started < 3
