@@ -88,6 +88,23 @@ _OF_TRANSACTION = Prepared(
 )
 
 
+def tries_of(conn: Connection, transaction_id: int) -> list[dict[str, object]]:
+    """The messages of a transaction with their connection's name and RRN, oldest first, for the console."""
+    c = acquirer_messages.c
+    query = (
+        select(acquirer_connections.c.name.label("connection"), *c)
+        .join(acquirer_connections, acquirer_connections.c.id == c.connection_id)
+        .where(c.transaction_id == transaction_id)
+        .order_by(c.id)
+    )
+    return [{**row, "rrn": rrn_of(row["id"])} for row in conn.execute(query).mappings()]
+
+
+def rrn_of(message_id: int) -> str:
+    """A message's retrieval reference number (field 37): its row's id."""
+    return f"{message_id:012d}"
+
+
 def move(
     conn: Connection, message_id: int, state: State, now_ms: int, *, response_code: str | None = None, repeated: int = 0
 ) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import httpx
 
+from tests.support.acquirer_host import host_on_a_thread
 from tests.support.console import ConsoleClient
 from tests.support.gateway import Gateway, Merchant, free_port
 from tests.support.operations import preauth
@@ -191,3 +192,31 @@ def test_an_admin_captures_an_approved_preauth_from_the_page_within_its_amount(
     assert f'action="/orders/{orderid}/capture"' not in after  # captured once: no second capture offered
     audit = admin.get("/audit", action="order.capture").text
     assert f"order {orderid}" in audit and "refused" in audit and "done" in audit
+
+
+def test_the_order_page_lists_each_acquirer_a_cascaded_sale_was_sent_to(
+    make_merchant: Callable[..., Merchant], console_as: Console
+) -> None:
+    merchant = make_merchant()
+    suffix = uuid.uuid4().hex[:8]
+    with host_on_a_thread(answer_with="91") as failing, host_on_a_thread() as approving:
+        for name, host in ((f"failing-{suffix}", failing), (f"approving-{suffix}", approving)):
+            merchant.gateway.cli(
+                "acquirer", "create", "--name", name, "--host", "127.0.0.1", "--port", str(host.port),
+                "--acquiring-institution-id", "123456", "--terminal-id", "TERM0003",
+                "--card-acceptor-id", "SHOP00000000003", "--mcc", "5999", "--response-timeout", "0.5",
+            )  # fmt: skip
+        route = (f"failing-{suffix}", f"approving-{suffix}")
+        merchant.gateway.cli("endpoint", "connections", "--id", str(merchant.endpoint_id), *route)
+        orderid = merchant.sale(f"cascade-{suffix}").json()["paynet-order-id"]
+        final = merchant.wait_final(orderid)
+    page = console_as("viewer").get(f"/orders/{orderid}").text
+    assert final["status"] == "approved"
+    tries = re.findall(
+        r"<li>([a-z0-9-]+): 0200 STAN \d{6}, RRN <code>(\d{12})</code>.*?: (\w+), answer (\d\d)</li>", page
+    )
+    assert [(name, state, code) for name, _, state, code in tries] == [
+        (f"failing-{suffix}", "answered", "91"),
+        (f"approving-{suffix}", "answered", "00"),
+    ]
+    assert tries[1][1] == final["processor-rrn"]

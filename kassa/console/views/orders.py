@@ -30,7 +30,7 @@ from kassa.domain.lifecycle import Stage, Status, status_of
 from kassa.domain.operators import Action, Role
 from kassa.domain.orders import OrderRuleError, OrderState, plan_capture, plan_return, plan_void
 from kassa.domain.transactions import TxType, order_stage
-from kassa.storage import audit_log, order_search
+from kassa.storage import acquirer_messages, audit_log, order_search
 from kassa.storage import authentications as authentication_store
 from kassa.storage import callbacks as callback_store
 from kassa.storage import ledger as ledger_store
@@ -258,6 +258,7 @@ def _transaction(conn: Connection, tx: Record) -> dict[str, Any]:
         "status": status_of(stage).value,
         "order_stage": order_stage(TxType(tx["tx_type"]), stage),
         "three_ds": authentication_store.of_transaction(conn, tx["id"]),
+        "tries": acquirer_messages.tries_of(conn, tx["id"]),
     }
 
 

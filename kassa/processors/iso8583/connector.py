@@ -94,7 +94,7 @@ class IsoProcessor:
         message_id = await self._db.write(
             lambda conn: store.sent(conn, serial, self.connection_id, mti, code, stan, _ms(at))
         )
-        fields = {**unnumbered, "37": _rrn(message_id)}
+        fields = {**unnumbered, "37": store.rrn_of(message_id)}
         try:
             answer = await self._timed(fields)
         except NotSignedOn:
@@ -132,7 +132,9 @@ class IsoProcessor:
     def _message(
         self, request: Request, original: SentOriginal | None, stan: str, message_id: int, at: datetime.datetime
     ) -> Fields:
-        return messages.build(self._dialect, self._terminal, request, stan, _rrn(message_id), at, original=original)
+        return messages.build(
+            self._dialect, self._terminal, request, stan, store.rrn_of(message_id), at, original=original
+        )
 
     async def _with_original(self, request: Request) -> tuple[Request, SentOriginal | None]:
         """A follow-up with its original as this acquirer knows it: the STAN, time and MTI it was sent with."""
@@ -185,10 +187,6 @@ class IsoProcessor:
 
 def _timed_out() -> Outcome:
     return Outcome(Stage.ERROR, ActionCode.ISSUER_TIMED_OUT, ActionCode.ISSUER_TIMED_OUT.message)
-
-
-def _rrn(message_id: int) -> str:
-    return f"{message_id:012d}"
 
 
 def _utc_now() -> datetime.datetime:
