@@ -28,8 +28,15 @@ $(STAMP): | $(LOCKED)
 lock: $(STAMP)
 	UPGRADE=$(UPGRADE) scripts/lock.sh
 
+# `make serve ACQUIRER_SIM=1`: the demo's payments go over ISO 8583 to the acquirer host simulator on port
+# 8583 (docs/acquirers.md); without it, to the built-in sandbox.
 serve: $(STAMP)
+ifdef ACQUIRER_SIM
+	$(VENV)/bin/kassa acquirer-sim --port 8583 & trap 'kill $$!' EXIT; \
+	  $(VENV)/bin/kassa serve --demo --demo-acquirer 127.0.0.1:8583
+else
 	$(VENV)/bin/kassa serve --demo
+endif
 
 services:
 	scripts/ensure-services.sh

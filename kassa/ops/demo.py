@@ -12,11 +12,13 @@ from sqlalchemy import Connection
 
 from kassa.clock import now_ms
 from kassa.console import credentials
+from kassa.domain.acquirers import SANDBOX_NAME, LinkSettings
 from kassa.domain.merchants import Mode
 from kassa.domain.money import currency, format_amount
 from kassa.domain.operators import Role
 from kassa.settings import Settings
 from kassa.signing.control import control_of
+from kassa.storage import acquirers as acquirer_store
 from kassa.storage import balances, merchant_keys
 from kassa.storage import ledger as ledger_store
 from kassa.storage import merchants as merchant_store
@@ -27,6 +29,7 @@ from kassa.vault.keys import Vault, load_vault
 DEMO_LOGIN = "demo"
 DEMO_BALANCE = 1_000_000  # 10,000.00 USD
 DEMO_OPERATOR = "admin@demo.kassa.local"
+DEMO_ACQUIRER = "demo-acquirer"  # the connection `kassa serve --demo --demo-acquirer HOST:PORT` routes to
 CONSOLE = ("127.0.0.1", 8081)
 OPS = ("127.0.0.1", 8082)
 
@@ -53,11 +56,13 @@ class DemoOperator:
     current: bool
 
 
-def ensure(settings: Settings) -> Demo:
+def ensure(settings: Settings, acquirer: tuple[str, int] | None = None) -> Demo:
+    """The demo merchant, made on first start; its payments go to ``acquirer``, an ISO 8583 host (``kassa
+    acquirer-sim``), when given, else to the built-in sandbox."""
     vault = load_vault(settings.vault_source)
     db = open_store(settings, vault, threads=1)
     try:
-        merchant = db.write_sync(lambda conn: _ensure(conn, vault))
+        merchant = db.write_sync(lambda conn: _routed(conn, vault, _ensure(conn, vault), acquirer))
         return dataclasses.replace(merchant, operator=db.write_sync(lambda conn: _operator(conn, vault)))
     finally:
         db.close()
@@ -92,6 +97,21 @@ def _ensure(conn: Connection, vault: Vault) -> Demo:
     # Sandbox money, so that a payout tried first is approved rather than declined for an empty balance.
     ledger_store.adjust(conn, merchant.id, "USD", DEMO_BALANCE, "sandbox money for the demo's payouts", now)
     return Demo(merchant.login, merchant.control_key, endpoint_id, 0, DEMO_BALANCE)
+
+
+def _routed(conn: Connection, vault: Vault, demo: Demo, acquirer: tuple[str, int] | None) -> Demo:
+    """The demo endpoint routed to the sandbox, or to the connection ``demo-acquirer`` at ``acquirer``."""
+    if acquirer is None:
+        acquirer_store.set_route(conn, demo.endpoint_id, [SANDBOX_NAME])
+        return demo
+    host, port = acquirer
+    link = LinkSettings(host, port, False, "1", "DEMO0001", "KASSA DEMO     ", "5999")
+    try:
+        acquirer_store.set_link(conn, acquirer_store.by_name(conn, DEMO_ACQUIRER).id, link, now_ms())
+    except acquirer_store.NoConnection:
+        acquirer_store.create(conn, vault, DEMO_ACQUIRER, link, None, now_ms())
+    acquirer_store.set_route(conn, demo.endpoint_id, [DEMO_ACQUIRER])
+    return demo
 
 
 def _available(conn: Connection, merchant_id: int) -> int:

@@ -12,7 +12,8 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.support.gateway import Gateway
+from tests.support.acquirer_host import host_on_a_thread
+from tests.support.gateway import Gateway, Merchant
 from tests.support.oauth import signed_post
 
 
@@ -72,3 +73,23 @@ def test_ctrl_c_stops_the_demo_quietly(gateway_factory: Callable[..., Gateway]) 
     gateway.process.send_signal(signal.SIGINT)
     assert gateway.process.wait(30) == 0
     assert "Aborted" not in gateway.log_text()
+
+
+def test_with_a_demo_acquirer_the_demos_payments_go_over_iso_8583_and_without_it_back_to_the_sandbox(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    with host_on_a_thread() as host:
+        gateway = gateway_factory("--demo", "--demo-acquirer", f"127.0.0.1:{host.port}")
+        banner = _banner(gateway)
+        control_key = re.search(r"control key:\s+(\S+)", banner)
+        endpoint = re.search(r"endpoint id:\s+(\d+)", banner)
+        assert control_key and endpoint, banner
+        demo = Merchant(gateway, "demo", control_key[1], int(endpoint[1]), "USD")
+        final = demo.wait_final(demo.sale(f"demo-iso-{uuid.uuid4().hex[:6]}").json()["paynet-order-id"])
+        assert final["status"] == "approved"
+        assert [m for m in host.received if m["t"] == "0200" and m["37"] == final["processor-rrn"]]
+    assert gateway.cli("endpoint", "connections", "--id", endpoint[1])["connections"] == ["demo-acquirer"]
+    gateway.stop()
+    again = gateway_factory("--demo")
+    _banner(again)
+    assert again.cli("endpoint", "connections", "--id", endpoint[1])["connections"] == ["sandbox"]

@@ -28,7 +28,7 @@ def _address_option(flag: str, help_text: str) -> Callable[[FC], FC]:
     """A ``HOST:PORT`` option, given to the command as ``{name}_address``: checked when parsed."""
     return click.option(
         flag,
-        f"{flag.removeprefix('--')}_address",
+        f"{flag.removeprefix('--').replace('-', '_')}_address",
         callback=lambda _c, _p, value: None if value is None else _address(value),
         default=None,
         help=help_text,
@@ -54,6 +54,11 @@ def _address_option(flag: str, help_text: str) -> Callable[[FC], FC]:
 @_address_option("--console", "HOST:PORT of the operator console (KASSA_CONSOLE; --demo opens it at 127.0.0.1:8081).")
 @_address_option("--ops", "HOST:PORT of /metrics, /livez and /readyz (KASSA_OPS; --demo opens it at 127.0.0.1:8082).")
 @click.option("--demo", "with_demo", is_flag=True, help="Create a sandbox demo merchant and operator on first start.")
+@_address_option(
+    "--demo-acquirer",
+    "With --demo: HOST:PORT of an ISO 8583 acquirer host (`kassa acquirer-sim`) the demo's payments go to; "
+    "without it they go to the built-in sandbox.",
+)
 def serve(
     host: str | None,
     port: int | None,
@@ -62,6 +67,7 @@ def serve(
     console_address: tuple[str, int] | None,
     ops_address: tuple[str, int] | None,
     with_demo: bool,
+    demo_acquirer_address: tuple[str, int] | None,
 ) -> None:
     """Run the API and its job workers, and the operator console and the operations listener when they
     have an address. SIGTERM stops gracefully; with --processes, SIGHUP restarts the processes one by one."""
@@ -74,7 +80,7 @@ def serve(
     console = console_address or configured.console or (demo.CONSOLE if with_demo else None)
     ops = ops_address or configured.ops or (demo.OPS if with_demo else None)
     if with_demo:
-        demo.announce(demo.ensure(configured), configured, host, port, console, ops)
+        demo.announce(demo.ensure(configured, demo_acquirer_address), configured, host, port, console, ops)
     workers = configured.workers if worker_count is None else worker_count
     listeners = Listeners((host, port), console, ops)
     log.info("serving", extra={**listeners.shown(), "processes": processes, "workers_per_process": workers})
