@@ -53,11 +53,11 @@ def request_of(work: AuthorizationWork, vault: Vault) -> Request:
         case Flow.VERIFY:
             return Verify(**base, card=_needed(card), initiator=initiator(order), three_ds=three_ds)
         case Flow.CAPTURE:
-            return Capture(**base, original=_original(work))
+            return Capture(**base, original=_original(work), card=card)
         case Flow.REVERSE:
-            return Reverse(**base, original=_original(work))
+            return Reverse(**base, original=_original(work), card=card)
         case Flow.REFUND:
-            return Refund(**base, original=_original(work))
+            return Refund(**base, original=_original(work), card=card)
         case Flow.CREDIT | Flow.CHECK:
             to = card or destination
             if to is None:

@@ -101,6 +101,7 @@ class Capture(Base):
     """Takes ``amount`` of the preauth ``original`` held."""
 
     original: Original
+    card: Card | None = None  # the order's card, without its CVV2 (ISO 8583 fields 2 and 14)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +109,7 @@ class Reverse(Base):
     """Ends the authorization ``original`` before settlement (a void, a cancel, an expiry): nothing is taken."""
 
     original: Original
+    card: Card | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +117,7 @@ class Refund(Base):
     """Gives back ``amount`` of what ``original`` took."""
 
     original: Original
+    card: Card | None = None
 
 
 @dataclass(frozen=True, slots=True)

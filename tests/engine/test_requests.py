@@ -64,8 +64,10 @@ def test_a_preauth_holds_and_an_account_verification_only_verifies() -> None:
 )
 def test_a_follow_up_names_the_authorization_it_acts_on(tx_type: TxType, kind: type) -> None:
     request = request_of(_work(tx_type, cvv=None, original=_PREAUTH), TEST_VAULT)
+    assert isinstance(request, Capture | Reverse | Refund)
     assert isinstance(request, kind)
     assert request.original == Original("s-0", 1042, "654321", "000000123456")
+    assert request.card is not None and request.card.pan == PAN and request.card.cvv is None
     assert authenticable(request) is None
 
 

@@ -83,7 +83,7 @@ def test_a_capture_goes_as_an_advice_naming_the_preauthorization(iso_merchant: M
     assert (final["transaction-type"], final["status"]) == ("capture", "approved")
     authorization = _sent(host, "0100", authorized["processor-rrn"])
     advice = next(m for m in host.received if m["t"] == "0220" and m.get("38") == authorized["approval-code"])
-    assert advice["4"] == "000000001500"
+    assert (advice["4"], advice["2"], advice["14"]) == ("000000001500", "4111111111111111", "3012")
     assert advice["90"][:10] == "0100" + authorization["11"]
 
 

@@ -132,9 +132,9 @@ class IsoProcessor:
     def _message(
         self, request: Request, original: SentOriginal | None, stan: str, message_id: int, at: datetime.datetime
     ) -> Fields:
-        return messages.build(
-            self._dialect, self._terminal, request, stan, store.rrn_of(message_id), at, original=original
-        )
+        card = request.card if isinstance(request, Capture | Reverse | Refund) else None
+        rrn = store.rrn_of(message_id)
+        return messages.build(self._dialect, self._terminal, request, stan, rrn, at, original=original, card=card)
 
     async def _with_original(self, request: Request) -> tuple[Request, SentOriginal | None]:
         """A follow-up with its original as this acquirer knows it: the STAN, time and MTI it was sent with."""
