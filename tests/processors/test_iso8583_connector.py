@@ -12,10 +12,13 @@ import httpx
 import pytest
 
 from kassa.sandbox.acquirer_host import AcquirerHost
+from tests.api.test_payouts import BANK, payout
+from tests.api.test_payouts import CARD as PAYOUT_CARD
 from tests.ops.test_probes import scrape
 from tests.support.acquirer_host import host_on_a_thread
+from tests.support.balances import available, credit
 from tests.support.gateway import Gateway, Merchant, free_port, new_merchant
-from tests.support.operations import capture, preauth
+from tests.support.operations import account_verification, capture, final, preauth, refund, void
 
 _names = itertools.count()
 JOB_LEASE = 30  # KASSA_JOB_LEASE_SECONDS's default
@@ -246,3 +249,70 @@ def test_a_sale_goes_to_the_next_connection_at_once_when_the_first_has_no_socket
     # The link to the host that is down waited for a sign-on once, as it opened; the second sale waits on
     # nothing there: its response timeout (3 s) never runs.
     assert second["status"] == "approved" and time.monotonic() - started < 3
+
+
+def _messages_of(host: AcquirerHost, seen: int) -> list[dict[str, str]]:
+    return [m for m in list(host.received)[seen:] if m["t"] != "0800"]
+
+
+def test_a_void_goes_as_a_0400_advice_naming_the_sale(iso_merchant: Merchant, host: AcquirerHost) -> None:
+    order = iso_merchant.sale("iso-v1").json()["paynet-order-id"]
+    sold = iso_merchant.wait_final(order)
+    seen = len(host.received)
+    void(iso_merchant, "iso-v1", order)
+    voided = iso_merchant.wait_final(order)
+    assert (voided["transaction-type"], voided["status"]) == ("void", "approved")
+    [advice] = _messages_of(host, seen)
+    sale = _sent(host, "0200", sold["processor-rrn"])
+    assert (advice["t"], advice["3"], advice["4"], advice["90"][:10]) == (
+        "0400",
+        "000000",
+        sale["4"],
+        "0200" + sale["11"],
+    )
+
+
+def test_a_partial_return_goes_as_a_refund_naming_the_sale(iso_merchant: Merchant, host: AcquirerHost) -> None:
+    order = iso_merchant.sale("iso-r1", amount="30.00").json()["paynet-order-id"]
+    sold = iso_merchant.wait_final(order)
+    seen = len(host.received)
+    refund(iso_merchant, "iso-r1", order, "12.50")
+    returned = iso_merchant.wait_final(order)
+    assert (returned["transaction-type"], returned["status"]) == ("reversal", "approved")
+    [message] = _messages_of(host, seen)
+    sale = _sent(host, "0200", sold["processor-rrn"])
+    assert (message["t"], message["3"], message["4"]) == ("0200", "200000", "000000001250")
+    assert message["90"][:10] == "0200" + sale["11"] and "CV" not in message.get("48", "")
+
+
+def test_an_account_verification_is_a_0100_of_nothing(iso_merchant: Merchant, host: AcquirerHost) -> None:
+    seen = len(host.received)
+    verified = final(iso_merchant, account_verification(iso_merchant, "iso-av1"))
+    assert verified["status"] == "approved"
+    [message] = _messages_of(host, seen)
+    assert (message["t"], message["3"], message["4"]) == ("0100", "000000", "000000000000")
+
+
+def test_a_payout_to_a_card_is_an_original_credit_to_it(iso_merchant: Merchant, host: AcquirerHost) -> None:
+    credit(iso_merchant, "50.00")
+    seen = len(host.received)
+    paid = final(iso_merchant, payout(iso_merchant, PAYOUT_CARD, "5.00"))
+    assert paid["status"] == "approved"
+    [message] = _messages_of(host, seen)
+    assert (message["t"], message["3"], message["4"], message["2"]) == (
+        "0200",
+        "260000",
+        "000000000500",
+        "4111111111111111",
+    )
+
+
+def test_a_payout_to_a_bank_account_cannot_go_over_the_link_and_ends_in_error(
+    iso_merchant: Merchant, host: AcquirerHost
+) -> None:
+    credit(iso_merchant, "50.00")
+    seen = len(host.received)
+    failed = final(iso_merchant, payout(iso_merchant, BANK, "5.00"))
+    assert (failed["status"], failed["error-code"]) == ("error", "907") and _messages_of(host, seen) == []
+    assert "pays cards only" in failed["error-message"]
+    assert available(iso_merchant) == "50.00"  # what it reserved is given back

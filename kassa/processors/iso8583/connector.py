@@ -87,9 +87,12 @@ class IsoProcessor:
         return await self._reverse(request, last)
 
     async def _send_new(self, request: Request) -> Outcome:
-        request, original = await self._with_original(request)
         stan, at = await self._stans.next(), _utc_now()
-        unnumbered = self._message(request, original, stan, 0, at)  # its RRN is the id of the row it makes
+        try:
+            request, original = await self._with_original(request)
+            unnumbered = self._message(request, original, stan, 0, at)  # its RRN is the id of the row it makes
+        except messages.Unsupported as unsendable:  # a payout to a bank account, say: nothing is sent
+            return Outcome(Stage.ERROR, ActionCode.ISSUER_INOPERATIVE, f"Not sent to this acquirer: {unsendable}")
         mti, code, serial = unnumbered["t"], unnumbered["3"], request.serial
         message_id = await self._db.write(
             lambda conn: store.sent(conn, serial, self.connection_id, mti, code, stan, _ms(at))
