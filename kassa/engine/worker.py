@@ -130,8 +130,14 @@ class Worker(Consumer):
 
     async def _authorize(self, job: Job, work: AuthorizationWork) -> None:
         request = request_of(await self._completed(job, work), self.vault)
-        if await self._authentication_pending(job, work, request):
-            return
+        started = await self._authentication(job, work, request)
+        if started is not None and started is not Stage.THREE_D_VALIDATED:
+            return  # waiting for the customer's browser, or ended by the issuer
+        if started is Stage.THREE_D_VALIDATED:  # authenticated at once (attempted): the result goes along
+            validated = {**work.transaction, "stage": started.value}
+            request = request_of(
+                await self._completed(job, dataclasses.replace(work, transaction=validated)), self.vault
+            )
         processor = await self.processors.serving(work.order["endpoint_id"])
         await self._record(job, work, await processor.process(request))
 
@@ -182,17 +188,19 @@ class Worker(Consumer):
                 },
             )
 
-    async def _authentication_pending(self, job: Job, work: AuthorizationWork, request: Request) -> bool:
-        """Starts 3-D Secure when the issuer asks for it; True while it waits for the customer's browser.
-        Only a cardholder's own payment is authenticated: nobody could answer for a rebill or a charge."""
+    async def _authentication(self, job: Job, work: AuthorizationWork, request: Request) -> Stage | None:
+        """Starts 3-D Secure when the issuer asks for it, and returns the stage it moved the transaction
+        to (``3d_validated``: authorize now); ``processing`` when another worker took the job over; None
+        when none started (not asked, or done already: authorize now). Only a cardholder's own payment is
+        authenticated: nobody could answer for a rebill or a charge."""
         if Stage(work.transaction["stage"]) is not Stage.PROCESSING:
-            return False  # authenticated already (3d_validated): authorize now
+            return None  # authenticated already (3d_validated): authorize now
         asked = authenticable(request)
         if asked is None:
-            return False
+            return None
         path = await self.authenticator.path(asked)
         if path is None:
-            return False
+            return None
         brand = work.card["brand"] if work.card is not None else None
         ttl_ms = int(self.config.session_ttl_seconds * 1000)
         _, checkout = tokens.new_token(self.vault)  # its URL is read back from the row when needed
@@ -210,7 +218,7 @@ class Worker(Consumer):
         stage = await self.db.write(start)
         if stage is not None and is_final(stage):  # rejected by the issuer: its callbacks are queued
             self._wake_callbacks()
-        return stage is not Stage.THREE_D_VALIDATED
+        return Stage.PROCESSING if stage is None else stage  # lost the job: nothing more to do here
 
     def _fenced(self, conn: Connection, job: Job, timer: Timer) -> int:
         """Runs ``timer`` while this worker's lease on ``job`` holds, deleting the job with it."""

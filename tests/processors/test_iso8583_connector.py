@@ -11,7 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
+from kassa.processors.iso8583 import dialect
 from kassa.sandbox.acquirer_host import AcquirerHost
+from tests.api.test_card_refs import card_ref_of, make_rebill
 from tests.api.test_payouts import BANK, payout
 from tests.api.test_payouts import CARD as PAYOUT_CARD
 from tests.ops.test_probes import scrape
@@ -316,3 +318,25 @@ def test_a_payout_to_a_bank_account_cannot_go_over_the_link_and_ends_in_error(
     assert (failed["status"], failed["error-code"]) == ("error", "907") and _messages_of(host, seen) == []
     assert "pays cards only" in failed["error-message"]
     assert available(iso_merchant) == "50.00"  # what it reserved is given back
+
+
+def test_a_rebill_on_a_stored_card_is_merchant_initiated_and_carries_no_cvv(
+    iso_merchant: Merchant, host: AcquirerHost
+) -> None:
+    order = iso_merchant.sale("iso-rb0").json()["paynet-order-id"]
+    assert iso_merchant.wait_final(order)["status"] == "approved"
+    ref = card_ref_of(iso_merchant, "iso-rb0", order)
+    seen = len(host.received)
+    rebilled = final(iso_merchant, make_rebill(iso_merchant, "iso-rb1", ref, "7.00"))
+    assert rebilled["status"] == "approved"
+    [message] = _messages_of(host, seen)
+    assert (message["t"], message["4"], message["48"]) == ("0200", "000000000700", "MI001U")
+
+
+def test_the_3ds_result_reaches_field_48(iso_merchant: Merchant, host: AcquirerHost) -> None:
+    seen = len(host.received)
+    order = iso_merchant.sale("iso-3ds", cvv2="325").json()["paynet-order-id"]  # attempted: ECI, no challenge
+    assert iso_merchant.wait_final(order)["status"] == "approved"
+    [message] = _messages_of(host, seen)
+    items = dialect.parse_tlv(host.dialect, message["48"])
+    assert (items["CV"], items["EC"], items["MI"]) == ("325", "06", "C") and len(items["CA"]) == 28
