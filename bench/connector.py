@@ -38,7 +38,7 @@ import uvloop
 from bench.bodies import MerchantKeys, sale_body
 from bench.endtoend import ENV
 from bench.inprocess import _caller, _environment
-from bench.probe import cores
+from bench.probe import cores, process_cpu_seconds
 from bench.server import KASSA, pinned
 from bench.stages import SUMMARY
 
@@ -53,6 +53,8 @@ _LISTENING = "acquirer host listening on "
 class Measured:
     name: str
     cpu_us: list[float] = field(default_factory=list)  # per sale, one a round
+    loop_us: list[float] = field(default_factory=list)  # of which the event loop's thread
+    host_us: list[float] = field(default_factory=list)  # the simulator's process, per sale
     rates: list[float] = field(default_factory=list)  # sales/s, one a round
     stages: Counter[str] = field(default_factory=Counter)  # outcomes of the measured rounds
 
@@ -66,15 +68,17 @@ class Measured:
         return self.rates[self.cpu_us.index(self.least)]
 
     def row(self) -> str:
+        best = self.cpu_us.index(self.least)
         return (
-            f"| {self.name} | {self.rate:,.0f} | {self.least:,.1f} | {self.least:,.1f}-{max(self.cpu_us):,.1f}"
+            f"| {self.name} | {self.rate:,.0f} | {self.least:,.1f} | {self.loop_us[best]:,.1f}"
+            f" | {self.least:,.1f}-{max(self.cpu_us):,.1f} | {self.host_us[best]:,.0f}"
             f" | {', '.join(f'{n:,} {s}' for s, n in sorted(self.stages.items()))} |"
         )
 
 
 @contextlib.contextmanager
-def simulator(core: int | None) -> Iterator[int]:
-    """``kassa acquirer-sim`` on any free port, on ``core`` if given; its port."""
+def simulator(core: int | None) -> Iterator[tuple[int, int]]:
+    """``kassa acquirer-sim`` on any free port, on ``core`` if given; its port and process id."""
     argv = pinned(core, [KASSA, "acquirer-sim", "--port", "0"])
     process = subprocess.Popen(argv, env=ENV, stdout=subprocess.PIPE, text=True)
     try:
@@ -82,23 +86,24 @@ def simulator(core: int | None) -> Iterator[int]:
         line = process.stdout.readline()
         if not line.startswith(_LISTENING):
             raise RuntimeError(f"kassa acquirer-sim did not start: {line!r}")
-        yield int(line.rsplit(":", 1)[1])
+        yield int(line.rsplit(":", 1)[1]), process.pid  # taskset execs: the pid is the simulator's
     finally:
         process.terminate()
         process.wait(timeout=10)
 
 
-async def _run(processor: Any, requests: Sequence[Any], count: int, stages: Counter[str]) -> tuple[float, float]:
-    """``count`` requests, CONCURRENCY at a time; CPU seconds and wall seconds."""
+async def _run(processor: Any, requests: Sequence[Any], count: int, stages: Counter[str]) -> tuple[float, float, float]:
+    """``count`` requests, CONCURRENCY at a time; CPU seconds (the process's, the event loop's thread's) and
+    wall seconds."""
     gate = asyncio.Semaphore(CONCURRENCY)
 
     async def one(request: Any) -> None:
         async with gate:
             stages[(await processor.process(request)).stage.value] += 1
 
-    cpu, wall = time.process_time(), time.perf_counter()
+    cpu, loop, wall = time.process_time(), time.thread_time(), time.perf_counter()
     await asyncio.gather(*(one(requests[n % len(requests)]) for n in range(count)))
-    return time.process_time() - cpu, time.perf_counter() - wall
+    return time.process_time() - cpu, time.thread_time() - loop, time.perf_counter() - wall
 
 
 async def _seeded_requests(services: Any) -> list[Any]:
@@ -145,7 +150,18 @@ async def _iso_processor(services: Any, port: int, sockets: int) -> Any:
     return await _opened(services.db, connection)
 
 
-async def measure(port: int, sales: int, rounds: int, sockets: int, profile_sort: str | None) -> list[Measured]:
+async def _round(m: Measured, processor: Any, requests: Sequence[Any], sales: int, host_pid: int) -> None:
+    host = process_cpu_seconds(host_pid)
+    cpu, loop, wall = await _run(processor, requests, sales, m.stages)
+    m.host_us.append((process_cpu_seconds(host_pid) - host) / sales * 1e6)
+    m.cpu_us.append(cpu / sales * 1e6)
+    m.loop_us.append(loop / sales * 1e6)
+    m.rates.append(sales / wall)
+
+
+async def measure(
+    port: int, host_pid: int, sales: int, rounds: int, sockets: int, profile_sort: str | None
+) -> list[Measured]:
     # Imported here: the settings are read from the environment set up first.
     from kassa import logs
     from kassa.runtime import build_services
@@ -166,10 +182,8 @@ async def measure(port: int, sales: int, rounds: int, sockets: int, profile_sort
         await _run(processor, requests, WARMUP, Counter())
     for n in range(rounds):
         for key, processor in processors.items():  # alternately: a busy spell weighs on both
+            await _round(measured[key], processor, requests, sales, host_pid)
             m = measured[key]
-            cpu, wall = await _run(processor, requests, sales, m.stages)
-            m.cpu_us.append(cpu / sales * 1e6)
-            m.rates.append(sales / wall)
             print(f"round {n + 1}, {m.name}: {m.rates[-1]:,.0f} sales/s, {m.cpu_us[-1]:.1f} µs of CPU a sale")
     if profile_sort:
         profiler = cProfile.Profile(time.process_time)
@@ -188,8 +202,9 @@ def table(results: Sequence[Measured], rounds: int) -> str:
     verdict = "within" if added <= TARGET_US else "over"
     return "\n".join(
         [
-            f"| connector | sales/s | CPU µs/sale (least of {rounds}) | spread | outcomes |",
-            "|---|---:|---:|---:|---|",
+            f"| connector | sales/s | CPU µs/sale (least of {rounds}) | of which the event loop | spread |"
+            " simulator CPU µs/sale | outcomes |",
+            "|---|---:|---:|---:|---:|---:|---|",
             *(m.row() for m in results),
             "",
             f"The connector adds {added:,.1f} µs of CPU a sale: {verdict} the target of {TARGET_US:.0f} µs"
@@ -216,10 +231,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     two_cores = cores() >= 2
     _environment()
-    with simulator(1 if two_cores else None) as port:
+    with simulator(1 if two_cores else None) as (port, pid):
         if two_cores:
             os.sched_setaffinity(0, {0})
-        results = uvloop.run(measure(port, args.sales, args.rounds, args.sockets, args.profile))
+        results = uvloop.run(measure(port, pid, args.sales, args.rounds, args.sockets, args.profile))
     print(table(results, args.rounds))
     print(summary(results, args.rounds, args.sales))
     print(f"simulator {'on core 1, this process on core 0' if two_cores else 'and this process unpinned'}")
