@@ -780,6 +780,40 @@ Measured on this machine while other agents' test suites ran (load average 6-11 
   core with the load of other agents; the p99 of the phase after the burst holds the drain of the last
   fill (its first window 1.4 s, then 15-54 ms).
 
+## The ISO 8583 connector (2026-11-26, issue 31)
+
+`python -m bench.connector` measures what a sale costs through the ISO 8583 connector. The acquirer host
+simulator (`kassa acquirer-sim --port 0`) runs in its own process, on core 1; on core 0 one process as
+`kassa serve` runs it (uvloop, the deployment's log to a file, a fresh migrated SQLite database) opens an
+ISO 8583 connection to it as `processors.connectors` does (a `Link` of one socket, signed on; STANs
+reserved a hundred at a time) and hands authorizations (card 4111..., CVV2 123: approved) straight to the
+connector, 50 at a time; then the same through the built-in sandbox. Neither the API nor the engine takes
+part, so the difference is the connector's own: a read and two writes of the message's record, the message
+built, encoded, decoded again, the answer decoded, the socket. CPU is the process's (the event loop and
+SQLite's writer thread), the least of the rounds; the simulator's is read from `/proc`. Each message
+belongs to one of 1,000 sales accepted first through the ASGI app, taken in turn. `make bench`'s
+`connector` scenario runs it (3 rounds of 2,000) and adds its summary line to the notes.
+
+Measured 2026-11-26 on this machine (2 cores) while other agents' suites ran (load average 9-13), seven
+runs of 3 rounds of 5,000 authorizations each way (the spread is that of the runs' least-of figures; the
+event loop's and the simulator's from the last four and three):
+
+| connector | sales/s | CPU µs/sale | of which the event loop | simulator CPU µs/sale |
+|---|---:|---:|---:|---:|
+| ISO 8583, simulator over TCP, 1 socket | 600-1,070 | 535-885 (median 658) | 445-531 | 196-226 |
+| sandbox, in process | 50,000-69,000 | 14-17 | 14-17 | - |
+
+The connector adds 520-870 µs of CPU a sale (median 643): three to six times the target of 150 µs, unmet.
+One run with `--sockets 4` was no different (646 µs added, 256 sales/s in a busier spell).
+Under cProfile (3,000 sales, `--profile cumulative`, the event loop's thread; the profiler weighs Python
+calls heavily, so the shares are rough) the connector's time went to decoding 37% (twice a sale: the
+answer, and in `Link._ask` the request just encoded, decoded again to key its answer), encoding 31%
+(pyiso8583's encoder two thirds of it, the dialect's padding and check digits the rest), building the
+message 9%, masking fields for log lines 6% (twice a sale, whether DEBUG is on or not), the read of the
+transaction's last message 6%, the metrics 4%. The sales/s is not one core's: with the machine's other
+load this process got about half of core 0 and the simulator a sixth of core 1, so on a quiet machine
+both should be higher; the CPU figures moved by a third between runs.
+
 ## How to reproduce
 
 ```
@@ -793,11 +827,13 @@ make bench                       # = .venv/bin/python -m bench, every scenario; 
 .venv/bin/python -m bench.metricscost        # what the request's metrics cost (make bench prints it)
 .venv/bin/python -m bench.nonces             # os.urandom against the block pool, beside a busy thread
 .venv/bin/python -m bench.claims             # claim cost with 0 to 1M rows queued behind a dead receiver
+.venv/bin/python -m bench.connector          # the ISO 8583 connector against the sandbox, CPU a sale
 .venv/bin/python -m bench.overload --seconds 20   # twice the capacity for 20 s, end to end (60 s by default)
 .venv/bin/python -m bench.overload --seconds 20 --backend postgresql --capacity 500  # skip the capacity run
 .venv/bin/python -m bench --duration 30      # longer throughput runs
 .venv/bin/python -m bench --backends sqlite  # skip PostgreSQL (and so the scale scenario)
-.venv/bin/python -m bench --scenarios core,peer  # of: core, peer, e2e, bulk, scale, oauth, claims, overload, isolation
+.venv/bin/python -m bench --scenarios core,peer  # of: core, peer, e2e, bulk, scale, oauth, claims, overload,
+                                                 # isolation, connector
 .venv/bin/python -m bench --scenarios overload,isolation --overload-seconds 5 --isolation-queued 2000 --no-docs
 .venv/bin/python -m bench --scenarios e2e --e2e-rate 500 --e2e-duration 20 --e2e-grace 60
 .venv/bin/python -m bench --scenarios bulk --big-orders 1000000

@@ -45,8 +45,9 @@ from bench.stages import SUMMARY
 
 Generator = Callable[[LoadSpec], LoadResult]
 BACKENDS = ("sqlite", "postgresql")
-# claims (bench/claims.py), overload (bench/overload.py) and isolation (bench/isolation.py): run by main
-SCENARIOS = ("core", "peer", "e2e", "bulk", "scale", "oauth", "claims", "overload", "isolation")
+# claims (bench/claims.py), overload (bench/overload.py), isolation (bench/isolation.py) and connector
+# (bench/connector.py, a line of the notes): run by main
+SCENARIOS = ("core", "peer", "e2e", "bulk", "scale", "oauth", "claims", "overload", "isolation", "connector")
 T = TypeVar("T")
 BODY_MARGIN = 1000
 QUIET = 0.15
@@ -506,12 +507,25 @@ class Bench:
 def stage_profile(backend: str) -> str:
     """Where an end-to-end sale's CPU goes, stage by stage (``bench/stages.py``), as one line of the notes."""
     say(f"end to end by stage, {backend}")
-    argv = [sys.executable, "-m", "bench.stages", "--backend", backend, "--sales", "1000", "--rounds", "2"]
+    args = ["--backend", backend, "--sales", "1000", "--rounds", "2"]
+    return summary_of(f"end to end by stage, {backend}", "stages", args)
+
+
+def connector_cost() -> str:
+    """What the ISO 8583 connector adds to a sale's CPU over the sandbox (``bench/connector.py``), as one line
+    of the notes."""
+    say("ISO 8583 connector against the sandbox")
+    return summary_of("ISO 8583 connector", "connector", ["--sales", "2000", "--rounds", "3"])
+
+
+def summary_of(name: str, module: str, args: list[str]) -> str:
+    """The summary line ``python -m bench.<module>`` prints, or why there is none."""
+    argv = [sys.executable, "-m", f"bench.{module}", *args]
     done = subprocess.run(argv, env=ENV, capture_output=True, text=True, timeout=900, check=False)
     line = next((x for x in done.stdout.splitlines() if x.startswith(SUMMARY)), None)
     if done.returncode != 0 or line is None:
         last = done.stderr.strip().splitlines()[-1:] or [""]
-        return f"end to end by stage, {backend}: bench/stages.py failed ({done.returncode}): {last[0][:300]}"
+        return f"{name}: bench/{module}.py failed ({done.returncode}): {last[0][:300]}"
     return line[len(SUMMARY) :]
 
 

@@ -1,0 +1,245 @@
+"""What the ISO 8583 connector costs a sale (issue 31): authorizations through an ``IsoProcessor`` to the
+acquirer host simulator over TCP, against the same authorizations through the built-in sandbox.
+
+The simulator runs in its own process (``kassa acquirer-sim --port 0``), on core 1 when there are two; the
+measuring process, on core 0, is a gateway's as ``kassa serve`` runs it (uvloop, a deployment's log at
+KASSA_LOG_LEVEL to a file, a fresh SQLite database migrated): an ISO 8583 connection to the simulator, its
+connector opened as ``processors.connectors`` opens it (a ``Link`` signed on, ``DatabaseStans``), then SALES
+authorizations (card 4111 1111 1111 1111, CVV2 123: approved), 50 at a time, with the process's CPU time
+(every thread: the event loop, SQLite's writer) taken per sale and the wall rate; then the same through the
+``SandboxProcessor``. The difference is what the connector adds: its messages recorded (a write before and
+after each), its reads, encoding and decoding, the socket. Neither the engine nor the API takes part.
+
+Each message belongs to one of SEEDED sales accepted through the ASGI app first (a message names its
+transaction), taken in turn: a transaction whose last message was answered is sent anew, as a cascade's or
+a retried job's would be, with the same reads and writes as a first one.
+
+Run: ``python -m bench.connector [--sales N] [--rounds R] [--sockets S] [--profile SORT]``: the least of R
+rounds; ``--profile`` runs one more ISO 8583 round under cProfile (the event loop's thread only)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import cProfile
+import os
+import pstats
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvloop
+
+from bench.bodies import MerchantKeys, sale_body
+from bench.endtoend import ENV
+from bench.inprocess import _caller, _environment
+from bench.probe import cores, process_cpu_seconds
+from bench.server import KASSA, pinned
+from bench.stages import SUMMARY
+
+CONCURRENCY = 50
+SEEDED = 1000  # more than CONCURRENCY many times over: no transaction has two messages out at once
+TARGET_US = 150.0  # issue 31: the connector's added CPU per sale
+WARMUP = 500
+_LISTENING = "acquirer host listening on "
+
+
+@dataclass
+class Measured:
+    name: str
+    cpu_us: list[float] = field(default_factory=list)  # per sale, one a round
+    loop_us: list[float] = field(default_factory=list)  # of which the event loop's thread
+    host_us: list[float] = field(default_factory=list)  # the simulator's process, per sale
+    rates: list[float] = field(default_factory=list)  # sales/s, one a round
+    stages: Counter[str] = field(default_factory=Counter)  # outcomes of the measured rounds
+
+    @property
+    def least(self) -> float:
+        return min(self.cpu_us)
+
+    @property
+    def rate(self) -> float:
+        """The sales/s of the round of least CPU."""
+        return self.rates[self.cpu_us.index(self.least)]
+
+    def row(self) -> str:
+        best = self.cpu_us.index(self.least)
+        return (
+            f"| {self.name} | {self.rate:,.0f} | {self.least:,.1f} | {self.loop_us[best]:,.1f}"
+            f" | {self.least:,.1f}-{max(self.cpu_us):,.1f} | {self.host_us[best]:,.0f}"
+            f" | {', '.join(f'{n:,} {s}' for s, n in sorted(self.stages.items()))} |"
+        )
+
+
+@contextlib.contextmanager
+def simulator(core: int | None) -> Iterator[tuple[int, int]]:
+    """``kassa acquirer-sim`` on any free port, on ``core`` if given; its port and process id."""
+    argv = pinned(core, [KASSA, "acquirer-sim", "--port", "0"])
+    process = subprocess.Popen(argv, env=ENV, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if not line.startswith(_LISTENING):
+            raise RuntimeError(f"kassa acquirer-sim did not start: {line!r}")
+        yield int(line.rsplit(":", 1)[1]), process.pid  # taskset execs: the pid is the simulator's
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+async def _run(processor: Any, requests: Sequence[Any], count: int, stages: Counter[str]) -> tuple[float, float, float]:
+    """``count`` requests, CONCURRENCY at a time; CPU seconds (the process's, the event loop's thread's) and
+    wall seconds."""
+    gate = asyncio.Semaphore(CONCURRENCY)
+
+    async def one(request: Any) -> None:
+        async with gate:
+            stages[(await processor.process(request)).stage.value] += 1
+
+    cpu, loop, wall = time.process_time(), time.thread_time(), time.perf_counter()
+    await asyncio.gather(*(one(requests[n % len(requests)]) for n in range(count)))
+    return time.process_time() - cpu, time.thread_time() - loop, time.perf_counter() - wall
+
+
+async def _seeded_requests(services: Any) -> list[Any]:
+    """SEEDED sales accepted through the ASGI app (no worker: they stay queued); an approving authorization
+    of each."""
+    from sqlalchemy import select
+
+    from kassa.api.app import OperationDispatch
+    from kassa.domain.merchants import Mode
+    from kassa.processors.interface import Authorize, Card, Initiator
+    from kassa.storage import merchants as merchant_store
+    from kassa.storage.tables import transactions
+
+    def merchant(conn: Any) -> MerchantKeys:
+        created = merchant_store.create_merchant(conn, services.vault, "bench", "k" * 32, False, 0)
+        spec = merchant_store.EndpointSpec(created.id, "USD", Mode.SANDBOX, False, "", None, None, False)
+        return MerchantKeys("bench", "k" * 32, merchant_store.create_endpoint(conn, spec, 0))
+
+    keys = services.db.write_sync(merchant)
+    call = _caller(OperationDispatch(None, services))  # type: ignore[arg-type]
+    path = f"{services.settings.prefix}/api/v2/sale/{keys.endpoint_id}"
+    for n in range(SEEDED):
+        await call(path, sale_body(keys, f"seed-{n}").encode())
+    t = transactions.c
+    query = select(t.order_id, t.serial_number, t.amount, t.currency).order_by(t.id)
+    rows = await services.db.read(lambda conn: conn.execute(query).all())
+    card = Card("4111111111111111", 12, 2035, "Bench Holder", cvv="123")
+    return [
+        Authorize(order_id, serial, amount, currency, "BENCH", card, capture=True, initiator=Initiator.CARDHOLDER)
+        for order_id, serial, amount, currency in rows
+    ]
+
+
+async def _iso_processor(services: Any, port: int, sockets: int) -> Any:
+    from kassa.clock import now_ms
+    from kassa.domain.acquirers import LinkSettings
+    from kassa.processors.connectors import _opened
+    from kassa.storage import acquirers as acquirer_store
+
+    link = LinkSettings("127.0.0.1", port, False, "123456", "TERM0001", "SHOP00000000001", "5999", sockets=sockets)
+    connection = services.db.write_sync(
+        lambda conn: acquirer_store.create(conn, services.vault, "bench-simulator", link, None, now_ms())
+    )
+    return await _opened(services.db, connection)
+
+
+async def _round(m: Measured, processor: Any, requests: Sequence[Any], sales: int, host_pid: int) -> None:
+    host = process_cpu_seconds(host_pid)
+    cpu, loop, wall = await _run(processor, requests, sales, m.stages)
+    m.host_us.append((process_cpu_seconds(host_pid) - host) / sales * 1e6)
+    m.cpu_us.append(cpu / sales * 1e6)
+    m.loop_us.append(loop / sales * 1e6)
+    m.rates.append(sales / wall)
+
+
+async def measure(
+    port: int, host_pid: int, sales: int, rounds: int, sockets: int, profile_sort: str | None
+) -> list[Measured]:
+    # Imported here: the settings are read from the environment set up first.
+    from kassa import logs
+    from kassa.runtime import build_services
+    from kassa.sandbox.acquirer import SandboxProcessor
+    from kassa.settings import Settings
+    from kassa.storage.migrate import upgrade
+
+    settings = Settings.from_env()
+    log_file = open(os.path.join(os.environ["KASSA_DATA_DIR"], "kassa.log"), "a")  # noqa: SIM115
+    logs.configure(settings.log_level, log_file)
+    upgrade(settings.database_url)
+    services = build_services(settings, 0)
+    requests = await _seeded_requests(services)
+    iso = await _iso_processor(services, port, sockets)
+    measured = {"iso": Measured("ISO 8583, simulator over TCP"), "sandbox": Measured("sandbox, in process")}
+    processors = {"iso": iso, "sandbox": SandboxProcessor()}
+    for processor in processors.values():
+        await _run(processor, requests, WARMUP, Counter())
+    for n in range(rounds):
+        for key, processor in processors.items():  # alternately: a busy spell weighs on both
+            await _round(measured[key], processor, requests, sales, host_pid)
+            m = measured[key]
+            print(f"round {n + 1}, {m.name}: {m.rates[-1]:,.0f} sales/s, {m.cpu_us[-1]:.1f} µs of CPU a sale")
+    if profile_sort:
+        profiler = cProfile.Profile(time.process_time)
+        profiler.enable()
+        await _run(iso, requests, sales, Counter())
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats(profile_sort).print_stats(40)
+    await iso.link.close()
+    services.db.close()
+    return list(measured.values())
+
+
+def table(results: Sequence[Measured], rounds: int) -> str:
+    iso, sandbox = results
+    added = iso.least - sandbox.least
+    verdict = "within" if added <= TARGET_US else "over"
+    return "\n".join(
+        [
+            f"| connector | sales/s | CPU µs/sale (least of {rounds}) | of which the event loop | spread |"
+            " simulator CPU µs/sale | outcomes |",
+            "|---|---:|---:|---:|---:|---:|---|",
+            *(m.row() for m in results),
+            "",
+            f"The connector adds {added:,.1f} µs of CPU a sale: {verdict} the target of {TARGET_US:.0f} µs"
+            f" ({added - TARGET_US:+,.1f} µs).",
+        ]
+    )
+
+
+def summary(results: Sequence[Measured], rounds: int, sales: int) -> str:
+    iso, sandbox = results
+    return (
+        f"{SUMMARY}ISO 8583 connector (bench/connector.py, least of {rounds} rounds of {sales:,} authorizations):"
+        f" {iso.rate:,.0f} sales/s through the simulator over TCP, {iso.least:,.0f} µs of CPU a sale against the"
+        f" sandbox's {sandbox.least:,.0f}: it adds {iso.least - sandbox.least:,.0f} µs (target ≤ {TARGET_US:.0f} µs)"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.connector", description=__doc__)
+    parser.add_argument("--sales", type=int, default=5000, help="authorizations a round, each way (default 5000)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds (the least CPU a sale is the estimate)")
+    parser.add_argument("--sockets", type=int, default=1, help="the connection's sockets (default 1)")
+    parser.add_argument("--profile", metavar="SORT", help="cProfile sort key, e.g. tottime or cumulative")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    two_cores = cores() >= 2
+    _environment()
+    with simulator(1 if two_cores else None) as (port, pid):
+        if two_cores:
+            os.sched_setaffinity(0, {0})
+        results = uvloop.run(measure(port, pid, args.sales, args.rounds, args.sockets, args.profile))
+    print(table(results, args.rounds))
+    print(summary(results, args.rounds, args.sales))
+    print(f"simulator {'on core 1, this process on core 0' if two_cores else 'and this process unpinned'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
