@@ -219,6 +219,11 @@ def decode(dialect: Dialect, data: bytes) -> Fields:
     return found
 
 
+def padded(dialect: Dialect, fields: Mapping[str, str]) -> Fields:
+    """``fields`` as ``encode`` sends them and ``decode`` reads them back: fixed-length fields padded."""
+    return {field: _padded(dialect, field, value) for field, value in fields.items()}
+
+
 def _padded(dialect: Dialect, field: str, value: str) -> str:
     padding = dialect.padding.get(field)
     spec = dialect.spec.get(field)

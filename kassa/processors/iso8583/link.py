@@ -161,7 +161,7 @@ class Link:
         if self._closing or not ready:
             raise NotSignedOn("no socket of the link is signed on")
         self._turn += 1
-        return await self._ask(ready[self._turn % len(ready)], data)
+        return await self._ask(ready[self._turn % len(ready)], data, fields)
 
     def state(self) -> LinkState:
         return LinkState(
@@ -251,11 +251,11 @@ class Link:
 
     async def _ask_network(self, socket: _Socket, kind: Kind) -> Fields | None:
         fields = network(self.dialect, kind, self.terminal, await self._stans.next(), datetime.now(UTC))
-        return await self._ask(socket, iso.encode(self.dialect, fields))
+        return await self._ask(socket, iso.encode(self.dialect, fields), fields)
 
-    async def _ask(self, socket: _Socket, data: bytes) -> Fields | None:
-        """Sends ``data``, an encoded message, on ``socket`` and waits for the answer on any socket."""
-        sent = iso.decode(self.dialect, data)  # as the host reads it: padded as the answer echoes it
+    async def _ask(self, socket: _Socket, data: bytes, fields: Mapping[str, str]) -> Fields | None:
+        """Sends ``data``, the encoded ``fields``, on ``socket`` and waits for the answer on any socket."""
+        sent = iso.padded(self.dialect, fields)  # as the host reads it: padded as the answer echoes it
         key = (iso.answer_mti(sent["t"]), sent.get("11"), sent.get("41"))
         if key in self._waiting:
             raise MessageError(f"a message of STAN {key[1]} is in flight already")
@@ -271,7 +271,8 @@ class Link:
                 except ConnectionError as problem:  # it may have gone out all the same: its answer is awaited
                     log.info("acquirer link socket %d: sending failed: %s", socket.number, problem)
                 socket.last_traffic = asyncio.get_running_loop().time()
-                log.debug("acquirer link: sent", extra={"fields": iso.masked(self.dialect, sent)})
+                if log.isEnabledFor(logging.DEBUG):  # masking costs more than the rest of a send
+                    log.debug("acquirer link: sent", extra={"fields": iso.masked(self.dialect, sent)})
                 return await future
         except TimeoutError:
             self._timed_out[key] = None
@@ -295,16 +296,18 @@ class Link:
             self._answered(fields)
 
     def _answered(self, fields: Fields) -> None:
-        shown = iso.masked(self.dialect, fields)
         key = (fields["t"], fields.get("11"), fields.get("41"))
         future = self._waiting.get(key)
         if future is not None and not future.done():
-            log.debug("acquirer link: received", extra={"fields": shown})
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("acquirer link: received", extra={"fields": iso.masked(self.dialect, fields)})
             future.set_result(fields)
         elif key in self._timed_out:
-            log.info("acquirer link: a late answer ignored", extra={"fields": shown})
+            log.info("acquirer link: a late answer ignored", extra={"fields": iso.masked(self.dialect, fields)})
         else:
-            log.warning("acquirer link: an answer to no request ignored", extra={"fields": shown})
+            log.warning(
+                "acquirer link: an answer to no request ignored", extra={"fields": iso.masked(self.dialect, fields)}
+            )
 
     def _failed(self, socket: _Socket, error: Exception) -> None:
         host, port = self._address
