@@ -35,9 +35,9 @@ from typing import Any
 
 import uvloop
 
-from bench.bodies import MerchantKeys, sale_body
+from bench.bodies import sale_body
 from bench.endtoend import ENV
-from bench.inprocess import _caller, _environment
+from bench.inprocess import _environment, bench_merchant
 from bench.probe import cores, process_cpu_seconds
 from bench.server import KASSA, pinned
 from bench.stages import SUMMARY
@@ -111,19 +111,10 @@ async def _seeded_requests(services: Any) -> list[Any]:
     of each."""
     from sqlalchemy import select
 
-    from kassa.api.app import OperationDispatch
-    from kassa.domain.merchants import Mode
     from kassa.processors.interface import Authorize, Card, Initiator
-    from kassa.storage import merchants as merchant_store
     from kassa.storage.tables import transactions
 
-    def merchant(conn: Any) -> MerchantKeys:
-        created = merchant_store.create_merchant(conn, services.vault, "bench", "k" * 32, False, 0)
-        spec = merchant_store.EndpointSpec(created.id, "USD", Mode.SANDBOX, False, "", None, None, False)
-        return MerchantKeys("bench", "k" * 32, merchant_store.create_endpoint(conn, spec, 0))
-
-    keys = services.db.write_sync(merchant)
-    call = _caller(OperationDispatch(None, services))  # type: ignore[arg-type]
+    keys, call = bench_merchant(services)
     path = f"{services.settings.prefix}/api/v2/sale/{keys.endpoint_id}"
     for n in range(SEEDED):
         await call(path, sale_body(keys, f"seed-{n}").encode())

@@ -67,6 +67,20 @@ def _caller(app: Any) -> Call:
     return call
 
 
+def bench_merchant(services: Any) -> tuple[MerchantKeys, Call]:
+    """The merchant ``bench`` with a USD sandbox endpoint, and a caller of the services' API."""
+    from kassa.api.app import OperationDispatch
+    from kassa.domain.merchants import Mode
+    from kassa.storage import merchants as merchant_store
+
+    def merchant(conn: Any) -> MerchantKeys:
+        created = merchant_store.create_merchant(conn, services.vault, "bench", "k" * 32, False, 0)
+        spec = merchant_store.EndpointSpec(created.id, "USD", Mode.SANDBOX, False, "", None, None, False)
+        return MerchantKeys("bench", "k" * 32, merchant_store.create_endpoint(conn, spec, 0))
+
+    return services.db.write_sync(merchant), _caller(OperationDispatch(None, services))  # type: ignore[arg-type]
+
+
 async def _run(call: Call, path: str, bodies: list[bytes], count: int) -> float:
     gate = asyncio.Semaphore(CONCURRENCY)
 
@@ -85,11 +99,8 @@ Workload = tuple[Call, str, list[bytes], Callable[[], None]]  # caller, path, bo
 async def _kassa(kind: str, count: int) -> Workload:
     # Imported here: the settings are read from the environment set up first.
     from kassa import logs
-    from kassa.api.app import OperationDispatch
-    from kassa.domain.merchants import Mode
     from kassa.runtime import build_services
     from kassa.settings import Settings
-    from kassa.storage import merchants as merchant_store
     from kassa.storage.migrate import upgrade
 
     settings = Settings.from_env()
@@ -99,14 +110,7 @@ async def _kassa(kind: str, count: int) -> Workload:
     logs.configure(settings.log_level, log_file)
     upgrade(settings.database_url)
     services = build_services(settings, 0)
-
-    def merchant(conn: Any) -> MerchantKeys:
-        created = merchant_store.create_merchant(conn, services.vault, "bench", "k" * 32, False, 0)
-        spec = merchant_store.EndpointSpec(created.id, "USD", Mode.SANDBOX, False, "", None, None, False)
-        return MerchantKeys("bench", "k" * 32, merchant_store.create_endpoint(conn, spec, 0))
-
-    keys = services.db.write_sync(merchant)
-    call = _caller(OperationDispatch(None, services))  # type: ignore[arg-type]
+    keys, call = bench_merchant(services)
     if kind in OAUTH_PATHS:
         path = f"{settings.prefix}{OAUTH_PATHS[kind]}/{keys.endpoint_id}"
         bodies = [body.encode() for body in _oauth_bodies(kind, services, keys, path, count)]
