@@ -122,7 +122,7 @@ def test_a_serving_gateway_is_alive_and_ready_with_every_check_named(shared_gate
     assert ready.status_code == 200
     body = ready.json()
     assert body["status"] == "ready"
-    assert set(body["checks"]) == {"database", "migrations", "vault", "workers"}
+    assert set(body["checks"]) == {"database", "migrations", "vault", "workers", "acquirers"}
     assert all(said.startswith("ok") for said in body["checks"].values()), body
 
 

@@ -133,9 +133,11 @@ def test_a_live_endpoint_without_an_iso_connection_sends_nothing_and_its_sale_en
 
 
 def test_a_live_endpoint_is_served_by_its_iso_connection(
-    make_merchant: Callable[..., Merchant], host: AcquirerHost
+    gateway_factory: Callable[..., Gateway], host: AcquirerHost
 ) -> None:
-    live = make_merchant(live=True)
+    # A gateway of its own: once this module's host closes, its live endpoint would leave a shared gateway
+    # not ready (``/readyz``) for the tests that follow.
+    live = new_merchant(gateway_factory(), "iso-live", live=True)
     _connect(live, f"acq-live-{next(_names)}", host, response_timeout="0.5")
     final = live.wait_final(live.sale("live-2").json()["paynet-order-id"])
     assert final["status"] == "approved" and final["processor-rrn"] != ""
