@@ -110,19 +110,29 @@ class Connectors:
         self._ttl = ttl_seconds
         self._routes: dict[int, tuple[float, Processor]] = {}
         self._links: dict[int, IsoProcessor] = {}
-        self._opening = asyncio.Lock()
+        self._opening: dict[int, asyncio.Lock] = {}
+        self._reading: dict[int, asyncio.Lock] = {}
 
     async def serving(self, endpoint_id: int) -> Processor:
-        now = time.monotonic()
-        cached = self._routes.get(endpoint_id)
-        if cached is not None and cached[0] > now:
-            return cached[1]
-        mode, route = await self._db.read_point(
-            lambda conn: (acquirer_store.endpoint_mode(conn, endpoint_id), acquirer_store.route(conn, endpoint_id))
-        )
-        processor = await self._first(mode, route)
-        self._routes[endpoint_id] = (now + self._ttl, processor)
-        return processor
+        cached = self._cached(endpoint_id)
+        if cached is not None:
+            return cached
+        # One read per endpoint and expiry, not one per job in hand (a worker's 32 would miss at once); per
+        # endpoint, so that a link opening to a host that is down holds up its own endpoint's jobs alone.
+        async with self._reading.setdefault(endpoint_id, asyncio.Lock()):
+            cached = self._cached(endpoint_id)
+            if cached is not None:
+                return cached
+            mode, route = await self._db.read_point(
+                lambda conn: (acquirer_store.endpoint_mode(conn, endpoint_id), acquirer_store.route(conn, endpoint_id))
+            )
+            processor = await self._first(mode, route)
+            self._routes[endpoint_id] = (time.monotonic() + self._ttl, processor)
+            return processor
+
+    def _cached(self, endpoint_id: int) -> Processor | None:
+        found = self._routes.get(endpoint_id)
+        return found[1] if found is not None and found[0] > time.monotonic() else None
 
     async def _first(self, mode: Mode, route: list[Connection]) -> Processor:
         """A live endpoint's enabled ISO 8583 connections, or none (nothing real may be approved by the
@@ -172,7 +182,12 @@ class Connectors:
         await asyncio.gather(*(iso.link.close() for iso in links.values()), return_exceptions=True)
 
     async def _iso(self, connection: Connection) -> IsoProcessor:
-        async with self._opening:
+        found = self._links.get(connection.id)
+        if found is not None:
+            return found
+        # Opened once, by whichever request came first; a link waiting for its sign-on holds up only the
+        # requests for that connection.
+        async with self._opening.setdefault(connection.id, asyncio.Lock()):
             found = self._links.get(connection.id)
             if found is None:
                 found = self._links[connection.id] = await _opened(self._db, connection)
