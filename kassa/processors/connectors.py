@@ -87,7 +87,10 @@ class Route:
         left = [connector for cid, connector in self._tries if cid is None or cid not in tried]
         outcome = UNROUTED_OUTCOME
         for connector in left[: max(0, MAX_TRIES - len(tried))]:
-            outcome = await connector.process(request)
+            # Nothing is outstanding (read above): an ISO 8583 connector need not read the messages again.
+            outcome = await (
+                connector.send(request) if isinstance(connector, IsoProcessor) else connector.process(request)
+            )
             if not cascades(outcome):
                 break
         return outcome

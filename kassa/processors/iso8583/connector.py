@@ -74,7 +74,7 @@ class IsoProcessor:
         last = await self._db.read_point(lambda conn: store.last_of(conn, request.serial))
         if last is not None and last["state"] in store.PENDING:  # sent before a restart, or being reversed
             return await self.reconcile(request)
-        return await self._send_new(request)
+        return await self.send(request)
 
     async def reconcile(self, request: Request) -> Outcome:
         last = await self._db.read_point(lambda conn: store.last_of(conn, request.serial))
@@ -86,7 +86,9 @@ class IsoProcessor:
             return await self._repeat_advice(request, last)
         return await self._reverse(request, last)
 
-    async def _send_new(self, request: Request) -> Outcome:
+    async def send(self, request: Request) -> Outcome:
+        """Sends ``request`` as new: for a transaction with no message outstanding (``process`` checks; a
+        route that read the transaction's messages already calls this)."""
         stan, at = await self._stans.next(), _utc_now()
         try:
             request, original = await self._with_original(request)
@@ -107,7 +109,8 @@ class IsoProcessor:
             await self._moved(message_id, State.UNANSWERED)
             if isinstance(request, _ADVICES):
                 return Outcome(Stage.UNKNOWN)
-            return await self._reverse(request, await self._last(request))
+            unanswered = {"id": message_id, "stan": stan, "sent_at_ms": _ms(at), "repeats": 0}
+            return await self._reverse(request, unanswered)
         return await self._answered(message_id, answer)
 
     async def _reverse(self, request: Request, sent: Record) -> Outcome:
@@ -181,11 +184,6 @@ class IsoProcessor:
         await self._db.write(
             lambda conn: store.move(conn, message_id, state, moment, response_code=response_code, repeated=repeated)
         )
-
-    async def _last(self, request: Request) -> Record:
-        last = await self._db.read_point(lambda conn: store.last_of(conn, request.serial))
-        assert last is not None
-        return last
 
 
 def _timed_out() -> Outcome:
