@@ -256,14 +256,14 @@ def route_problem(mode: Mode, route: Sequence[Connection]) -> str | None:
         seen.add(connection.name)
         if connection.kind is Kind.SANDBOX and mode is Mode.LIVE:
             return f"connection {connection.name} is a sandbox: it serves sandbox endpoints only"
-    usable = routable(route)
-    if mode is Mode.LIVE and not any(c.kind is Kind.ISO8583 for c in usable):
+    if serving(mode, route):
+        return None
+    if mode is Mode.LIVE:
         return "a live endpoint needs at least one enabled ISO 8583 connection"
-    if not usable:
-        return "an endpoint needs at least one enabled connection"
-    return None
+    return "an endpoint needs at least one enabled connection"
 
 
-def routable(route: Sequence[Connection]) -> tuple[Connection, ...]:
-    """The connections of a route that payments may go to, in its order."""
-    return tuple(connection for connection in route if connection.enabled)
+def serving(mode: Mode, route: Sequence[Connection]) -> tuple[Connection, ...]:
+    """The connections of an endpoint's route in ``mode`` that payments may go to, in its order: the enabled
+    ones, and for a live endpoint only ISO 8583 ones (nothing real may be approved by the sandbox)."""
+    return tuple(c for c in route if c.enabled and (mode is Mode.SANDBOX or c.kind is Kind.ISO8583))

@@ -16,6 +16,7 @@ from kassa.domain.acquirers import SANDBOX_NAME, LinkSettings
 from kassa.domain.merchants import Mode
 from kassa.domain.money import currency, format_amount
 from kassa.domain.operators import Role
+from kassa.domain.routing import Entry
 from kassa.settings import Settings
 from kassa.signing.control import control_of
 from kassa.storage import acquirers as acquirer_store
@@ -102,7 +103,7 @@ def _ensure(conn: Connection, vault: Vault) -> Demo:
 def _routed(conn: Connection, vault: Vault, demo: Demo, acquirer: tuple[str, int] | None) -> Demo:
     """The demo endpoint routed to the sandbox, or to the connection ``demo-acquirer`` at ``acquirer``."""
     if acquirer is None:
-        acquirer_store.set_route(conn, demo.endpoint_id, [SANDBOX_NAME])
+        acquirer_store.set_route(conn, demo.endpoint_id, [Entry(SANDBOX_NAME)])
         return demo
     host, port = acquirer
     link = LinkSettings(host, port, False, "1", "DEMO0001", "KASSA DEMO     ", "5999")
@@ -110,7 +111,7 @@ def _routed(conn: Connection, vault: Vault, demo: Demo, acquirer: tuple[str, int
         acquirer_store.set_link(conn, acquirer_store.by_name(conn, DEMO_ACQUIRER).id, link, now_ms())
     except acquirer_store.NoConnection:
         acquirer_store.create(conn, vault, DEMO_ACQUIRER, link, None, now_ms())
-    acquirer_store.set_route(conn, demo.endpoint_id, [DEMO_ACQUIRER])
+    acquirer_store.set_route(conn, demo.endpoint_id, [Entry(DEMO_ACQUIRER)])
     return demo
 
 

@@ -1,5 +1,5 @@
-"""Which connector serves an endpoint's transactions: its route's enabled connections in order, cascading from
-one to the next (``Route``, CONTRACT §16; the conditions a connection may carry are not read yet). A sandbox
+"""Which connector serves an endpoint's transactions: its route's enabled connections whose conditions a payment
+matches, in order, cascading from one to the next (``Route``, CONTRACT §16, ``domain.routing``). A sandbox
 endpoint with no route is served by the built-in sandbox; a live endpoint only by ISO 8583 connections, and
 with none its payments end ``error`` 907 with nothing sent. Routes are cached per process for a few seconds,
 as endpoints are.
@@ -15,14 +15,31 @@ import asyncio
 import contextlib
 import ssl
 import time
+from dataclasses import dataclass
 
 from sqlalchemy import Connection as DbConnection
 
 from kassa.domain.acquirers import Connection, Kind
 from kassa.domain.action_codes import ActionCode
+from kassa.domain.cards import brand_of
+from kassa.domain.destinations import CardNumber
 from kassa.domain.lifecycle import Stage
 from kassa.domain.merchants import Mode
-from kassa.processors.interface import Capture, Outcome, Processor, Refund, Request, Reverse
+from kassa.domain.routing import MAX_TRIES, Conditions, Payment, Routing
+from kassa.domain.routing import Kind as PaymentKind
+from kassa.processors.interface import (
+    Authorize,
+    Capture,
+    Card,
+    Credit,
+    Outcome,
+    Processor,
+    Refund,
+    Request,
+    Reverse,
+    Transfer,
+    Verify,
+)
 from kassa.processors.iso8583 import dialect
 from kassa.processors.iso8583.connector import DatabaseStans, IsoProcessor
 from kassa.processors.iso8583.link import Link, LinkState
@@ -32,6 +49,11 @@ from kassa.storage import acquirers as acquirer_store
 from kassa.storage.database import Database
 
 UNROUTED_OUTCOME = Outcome(Stage.ERROR, ActionCode.ISSUER_INOPERATIVE, "No acquirer connection serves this endpoint")
+UNMATCHED_OUTCOME = Outcome(
+    Stage.ERROR,
+    ActionCode.ISSUER_INOPERATIVE,
+    "No acquirer connection of this endpoint takes this card, currency, amount or kind of payment",
+)
 
 
 class _Unrouted:
@@ -47,34 +69,42 @@ class _Unrouted:
 UNROUTED = _Unrouted()
 
 
-# Outcomes another connection may still change (CONTRACT §16's default cascade list): the acquirer or the
-# issuer failed, or declined without a reason a second acquirer would not share.
-CASCADE_CODES = frozenset(
-    {
-        ActionCode.ISSUER_INOPERATIVE,
-        ActionCode.SYSTEM_MALFUNCTION,
-        ActionCode.ISSUER_TIMED_OUT,
-        ActionCode.DO_NOT_HONOUR,
-    }
-)
-MAX_TRIES = 3  # connections tried for one request, at most
+def payment_of(request: Authorize | Verify | Transfer | Credit) -> Payment:
+    """What routing's conditions read of a first authorization: the card it charges, or the card a payout
+    credits (none for a payout to a bank account, a wallet or a phone)."""
+    pan: str | None
+    if isinstance(request, Credit):
+        match request.destination:
+            case Card(pan=pan) | CardNumber(number=pan):
+                pass
+            case _:
+                pan = None
+        kind = PaymentKind.PAYOUT
+    else:
+        pan, kind = request.card.pan, PaymentKind.PAYMENT
+    return Payment(kind, pan, None if pan is None else brand_of(pan), request.currency, request.amount)
 
 
-def cascades(outcome: Outcome) -> bool:
-    return outcome.stage in (Stage.ERROR, Stage.DECLINED) and outcome.error_code in CASCADE_CODES
+@dataclass(frozen=True, slots=True)
+class _Try:
+    connection_id: int | None  # None for the sandbox, which records no message
+    connector: Processor
+    conditions: Conditions
 
 
 class Route:
-    """An endpoint's connections in order (CONTRACT §16). A first authorization goes to the first; when it
-    ends ``error`` or declined with a code of ``CASCADE_CODES``, to the next, at most ``MAX_TRIES`` in all,
-    each try a message of the transaction on its connection (``storage.acquirer_messages``). A follow-up
-    goes to the connection that answered its authorization; a transaction with a message still outstanding
-    (a crash, a reversal) to the connection that has it."""
+    """An endpoint's connections in order (CONTRACT §16). A first authorization goes to the first whose
+    conditions it matches; when that ends ``error`` or declined with a code of the endpoint's cascade list, to
+    the next that matches, at most ``MAX_TRIES`` in all, each try a message of the transaction on its
+    connection (``storage.acquirer_messages``). A follow-up goes to the connection that answered its
+    authorization; a transaction with a message still outstanding (a crash, a reversal) to the connection
+    that has it."""
 
-    def __init__(self, db: Database, connectors: Connectors, tries: list[tuple[int | None, Processor]]) -> None:
+    def __init__(self, db: Database, connectors: Connectors, tries: list[_Try], cascade: frozenset[str]) -> None:
         self._db = db
         self._connectors = connectors
-        self._tries = tries  # (connection id, its connector); no id for the sandbox, which records no message
+        self._tries = tries
+        self._cascade = cascade
 
     async def process(self, request: Request) -> Outcome:
         if isinstance(request, Capture | Reverse | Refund):
@@ -83,27 +113,33 @@ class Route:
         outstanding = next((m for m in reversed(sent) if m["state"] in messages.PENDING), None)
         if outstanding is not None:
             return await (await self._connectors.by_id(outstanding["connection_id"])).process(request)
+        payment = payment_of(request)
+        matching = [t for t in self._tries if t.conditions.match(payment)]
+        if not matching:
+            return UNMATCHED_OUTCOME
         tried = {m["connection_id"] for m in sent}
-        left = [connector for cid, connector in self._tries if cid is None or cid not in tried]
+        left = [t.connector for t in matching if t.connection_id is None or t.connection_id not in tried]
         outcome = UNROUTED_OUTCOME
         for connector in left[: max(0, MAX_TRIES - len(tried))]:
             # Nothing is outstanding (read above): an ISO 8583 connector need not read the messages again.
             outcome = await (
                 connector.send(request) if isinstance(connector, IsoProcessor) else connector.process(request)
             )
-            if not cascades(outcome):
+            if not self._cascades(outcome):
                 break
         return outcome
 
+    def _cascades(self, outcome: Outcome) -> bool:
+        return outcome.stage in (Stage.ERROR, Stage.DECLINED) and outcome.error_code in self._cascade
+
     async def reconcile(self, request: Request) -> Outcome:
-        last = await self._db.read_point(lambda conn: messages.last_of(conn, request.serial))
-        connector = self._tries[0][1] if last is None else await self._connectors.by_id(last["connection_id"])
-        return await connector.reconcile(request)
+        return await (await self._answering(request.serial)).reconcile(request)
 
     async def _answering(self, serial: str) -> Processor:
-        """The connector that answered the authorization ``serial``: its last message's connection."""
+        """The connector of the transaction ``serial``'s last message (for a follow-up, the one that answered
+        its authorization)."""
         last = await self._db.read_point(lambda conn: messages.last_of(conn, serial))
-        return self._tries[0][1] if last is None else await self._connectors.by_id(last["connection_id"])
+        return self._tries[0].connector if last is None else await self._connectors.by_id(last["connection_id"])
 
 
 class Connectors:
@@ -126,10 +162,8 @@ class Connectors:
             cached = self._cached(endpoint_id)
             if cached is not None:
                 return cached
-            mode, route = await self._db.read_point(
-                lambda conn: (acquirer_store.endpoint_mode(conn, endpoint_id), acquirer_store.route(conn, endpoint_id))
-            )
-            processor = await self._first(mode, route)
+            routing = await self._db.read_point(lambda conn: acquirer_store.routing(conn, endpoint_id))
+            processor = await self._planned(routing)
             self._routes[endpoint_id] = (time.monotonic() + self._ttl, processor)
             return processor
 
@@ -137,18 +171,21 @@ class Connectors:
         found = self._routes.get(endpoint_id)
         return found[1] if found is not None and found[0] > time.monotonic() else None
 
-    async def _first(self, mode: Mode, route: list[Connection]) -> Processor:
-        """A live endpoint's enabled ISO 8583 connections, or none (nothing real may be approved by the
-        sandbox); a sandbox endpoint's enabled connections, the sandbox if its list is empty or has only it."""
-        usable = [c for c in route if c.enabled and (mode is Mode.SANDBOX or c.kind is Kind.ISO8583)]
-        if not usable:
-            return self._sandbox if mode is Mode.SANDBOX else UNROUTED
-        if all(c.kind is Kind.SANDBOX for c in usable):
-            return self._sandbox  # nothing to cascade to, and no message to look up: the sandbox's hot path
-        tries: list[tuple[int | None, Processor]] = [
-            (None, self._sandbox) if c.kind is Kind.SANDBOX else (c.id, await self._iso(c)) for c in usable
+    async def _planned(self, routing: Routing) -> Processor:
+        """The connectors of the connections that may serve the endpoint (``Routing.serving``); with none, the
+        sandbox for a sandbox endpoint and nothing for a live one."""
+        stops = routing.serving()
+        if not stops:
+            return self._sandbox if routing.mode is Mode.SANDBOX else UNROUTED
+        if len(stops) == 1 and stops[0].connection.kind is Kind.SANDBOX and not stops[0].conditions:
+            return self._sandbox  # nothing to choose or cascade to, no message to look up: the sandbox's hot path
+        tries = [
+            _Try(None, self._sandbox, stop.conditions)
+            if stop.connection.kind is Kind.SANDBOX
+            else _Try(stop.connection.id, await self._iso(stop.connection), stop.conditions)
+            for stop in stops
         ]
-        return Route(self._db, self, tries)
+        return Route(self._db, self, tries, routing.cascade_codes)
 
     async def by_id(self, connection_id: int) -> Processor:
         """The connector of a connection a message of a transaction went to, whatever the route is now."""
@@ -171,11 +208,11 @@ class Connectors:
 
         def read(conn: DbConnection) -> list[int]:
             using = {e for c in down for e, mode in acquirer_store.endpoints_using(conn, c) if mode is Mode.LIVE}
-            routes = acquirer_store.routes(conn, sorted(using))
+            routings = acquirer_store.routings(conn, sorted(using))
             return [
                 endpoint_id
-                for endpoint_id, route in routes.items()
-                if all(c.id in down for c in route if c.enabled and c.kind is Kind.ISO8583)
+                for endpoint_id, routing in routings.items()
+                if all(stop.connection.id in down for stop in routing.serving())
             ]
 
         return await self._db.read(read)

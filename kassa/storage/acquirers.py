@@ -10,7 +10,9 @@ from sqlalchemy import Connection, delete, insert, select, update
 
 from kassa.domain.acquirers import Connection as AcquirerConnection
 from kassa.domain.acquirers import Kind, LinkSettings, read_link, route_problem
+from kassa.domain.action_codes import ActionCode
 from kassa.domain.merchants import Mode
+from kassa.domain.routing import Entry, Routing, Stop, parse_cascade, parse_conditions, render_cascade
 from kassa.storage import merchants as merchant_store
 from kassa.storage.prepared import Record
 from kassa.storage.tables import acquirer_connections, endpoint_connections, endpoints
@@ -129,22 +131,38 @@ def secret_of(conn: Connection, vault: Vault, connection_id: int) -> str | None:
     return None if sealed is None else vault.decrypt(sealed, secret_context(connection_id))
 
 
-def routes(conn: Connection, endpoint_ids: Sequence[int]) -> dict[int, list[AcquirerConnection]]:
-    """Each endpoint's connections in route order (an empty list for one that has none)."""
-    found: dict[int, list[AcquirerConnection]] = {endpoint_id: [] for endpoint_id in endpoint_ids}
+def routings(conn: Connection, endpoint_ids: Sequence[int]) -> dict[int, Routing]:
+    """Each endpoint's routing (an empty route for one that has none); a group's id is skipped: its members
+    have routes."""
+    heads = conn.execute(
+        select(endpoints.c.id, endpoints.c.mode, endpoints.c.cascade_codes).where(
+            endpoints.c.id.in_(endpoint_ids), endpoints.c.kind != "group"
+        )
+    ).all()
+    stops: dict[int, list[Stop]] = {row.id: [] for row in heads}
     query = (
-        _READ.add_columns(endpoint_connections.c.endpoint_id)
+        _READ.add_columns(endpoint_connections.c.endpoint_id, endpoint_connections.c.conditions)
         .join(endpoint_connections, endpoint_connections.c.connection_id == acquirer_connections.c.id)
-        .where(endpoint_connections.c.endpoint_id.in_(endpoint_ids))
+        .where(endpoint_connections.c.endpoint_id.in_(list(stops)))
         .order_by(endpoint_connections.c.endpoint_id, endpoint_connections.c.position)
     )
     for row in conn.execute(query).mappings():
-        found[row["endpoint_id"]].append(_connection(row))
-    return found
+        connection = _connection(row)
+        # Stored as ``Conditions.render`` wrote them, so they read back.
+        stops[row["endpoint_id"]].append(Stop(connection, parse_conditions(row["conditions"] or "", connection.name)))
+    return {
+        row.id: Routing(Mode(row.mode), tuple(stops[row.id]), parse_cascade(row.cascade_codes or "")) for row in heads
+    }
+
+
+def routing(conn: Connection, endpoint_id: int) -> Routing:
+    """The endpoint's routing; ``NotFound`` for no endpoint, ``Refused`` for a group."""
+    endpoint_mode(conn, endpoint_id)
+    return routings(conn, [endpoint_id])[endpoint_id]
 
 
 def route(conn: Connection, endpoint_id: int) -> list[AcquirerConnection]:
-    return routes(conn, [endpoint_id])[endpoint_id]
+    return list(routing(conn, endpoint_id).connections)
 
 
 def endpoint_mode(conn: Connection, endpoint_id: int) -> Mode:
@@ -157,26 +175,51 @@ def endpoint_mode(conn: Connection, endpoint_id: int) -> Mode:
     return Mode(row.mode)
 
 
-def set_route(
-    conn: Connection, endpoint_id: int, names: Sequence[str]
-) -> tuple[list[AcquirerConnection], list[AcquirerConnection]]:
-    """Replaces the endpoint's route by the connections ``names``, in that order, if the rule allows it
-    for the endpoint's mode (else ``Refused``); returns the route before and after."""
-    mode = endpoint_mode(conn, endpoint_id)
-    chosen = [by_name(conn, name) for name in names]
-    problem = route_problem(mode, chosen)
+def set_route(conn: Connection, endpoint_id: int, entries: Sequence[Entry]) -> tuple[Routing, Routing]:
+    """Replaces the endpoint's route by the connections ``entries`` name, in that order, with their
+    conditions, if the rule allows it for the endpoint's mode (else ``Refused``); returns the routing before
+    and after."""
+    before = routing(conn, endpoint_id)
+    chosen = [by_name(conn, entry.name) for entry in entries]
+    problem = route_problem(before.mode, chosen)
     if problem:
         raise Refused(f"endpoint {endpoint_id}: {problem}")
-    before = route(conn, endpoint_id)
     conn.execute(delete(endpoint_connections).where(endpoint_connections.c.endpoint_id == endpoint_id))
     conn.execute(
         insert(endpoint_connections),
         [
-            {"endpoint_id": endpoint_id, "position": position, "connection_id": connection.id}
-            for position, connection in enumerate(chosen, start=1)
+            {
+                "endpoint_id": endpoint_id,
+                "position": position,
+                "connection_id": connection.id,
+                "conditions": entry.conditions.render() or None,
+            }
+            for position, (connection, entry) in enumerate(zip(chosen, entries, strict=True), start=1)
         ],
     )
-    return before, chosen
+    return before, routing(conn, endpoint_id)
+
+
+def change_routing(
+    conn: Connection, endpoint_id: int, entries: Sequence[Entry] | None, cascade: str | None
+) -> tuple[Routing, Routing]:
+    """Replaces the route by ``entries`` and the cascade list by the codes ``cascade`` writes
+    (``domain.routing.parse_cascade``), each unless None; returns the routing before and after."""
+    before = after = routing(conn, endpoint_id)
+    if entries is not None:
+        after = set_route(conn, endpoint_id, entries)[1]
+    if cascade is not None:
+        after = set_cascade(conn, endpoint_id, parse_cascade(cascade))[1]
+    return before, after
+
+
+def set_cascade(conn: Connection, endpoint_id: int, codes: Sequence[ActionCode] | None) -> tuple[Routing, Routing]:
+    """Sets the action codes that send a first authorization on to the next connection (None: the default
+    of CONTRACT §16); returns the routing before and after."""
+    before = routing(conn, endpoint_id)
+    stored = None if codes is None else render_cascade(codes)
+    conn.execute(update(endpoints).where(endpoints.c.id == endpoint_id).values(cascade_codes=stored))
+    return before, routing(conn, endpoint_id)
 
 
 def endpoints_using(conn: Connection, connection_id: int) -> list[tuple[int, Mode]]:

@@ -58,6 +58,9 @@ endpoints = Table(
     Column("created_at_ms", BigInteger, nullable=False),
     # Seconds within which a follow-up repeating an earlier one's signed values gets its answer (0: off).
     Column("replay_window_seconds", Integer, nullable=False, default=0, server_default="0"),
+    # The action codes that send a first authorization on to the route's next connection, as
+    # ``domain.routing.parse_cascade`` reads them; NULL for CONTRACT §16's default.
+    Column("cascade_codes", String(64)),
     sqlite_autoincrement=True,
 )
 
@@ -95,14 +98,15 @@ acquirer_connections = Table(
     sqlite_autoincrement=True,
 )
 
-# An endpoint's route: its connections in the order payments try them (§16), position 1 first. Routing's
-# conditions per connection (card brand, BIN ranges, ...) will be columns of these rows.
+# An endpoint's route: its connections in the order payments try them (§16), position 1 first, each with the
+# conditions it takes payments on, written as operators write them (``domain.routing``; NULL: any payment).
 endpoint_connections = Table(
     "endpoint_connections",
     metadata,
     Column("endpoint_id", ForeignKey("endpoints.id"), primary_key=True),
     Column("position", Integer, primary_key=True),
     Column("connection_id", ForeignKey("acquirer_connections.id"), nullable=False),
+    Column("conditions", String(2000)),  # NULL: none
     UniqueConstraint("endpoint_id", "connection_id", name="uq_endpoint_connections_connection"),
     Index("ix_endpoint_connections_connection", "connection_id"),  # which endpoints use a connection
 )

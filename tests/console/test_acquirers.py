@@ -4,6 +4,7 @@ settings are refused naming the field; the secret is never shown back; a viewer 
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -147,7 +148,7 @@ def test_a_live_endpoints_connections_are_held_to_the_rule_and_its_page_says_wha
     refused = admin.post(f"/endpoints/{live['id']}/connections", {"connections": "sandbox"})
     assert refused.status_code == 400
     assert "connection sandbox is a sandbox: it serves sandbox endpoints only" in refused.text
-    assert 'value="sandbox"' in refused.text  # what was typed, to correct
+    assert ">sandbox</textarea>" in refused.text  # what was typed, to correct
     unknown = admin.post(f"/endpoints/{live['id']}/connections", {"connections": "nowhere"})
     assert unknown.status_code == 400 and "no acquirer connection named &#39;nowhere&#39;" in unknown.text
     name = _name()
@@ -160,7 +161,29 @@ def test_a_live_endpoints_connections_are_held_to_the_rule_and_its_page_says_wha
         f"SELECT before, after FROM audit_log WHERE target = 'endpoint {live['id']}'"
         " AND action = 'endpoint.connections'",
     )
-    assert (before, after) == ("[]", f'["{name}"]')
+    assert (json.loads(before), json.loads(after)) == ({"route": []}, {"route": [name]})
+
+
+def test_an_endpoints_conditions_and_cascade_list_are_typed_one_connection_a_line_and_shown_as_written(
+    shared_gateway: Gateway, console_as: Callable[[str], ConsoleClient], merchant: Merchant
+) -> None:
+    admin, name = console_as("admin"), _name()
+    admin.post("/acquirers", {"name": name, **_fields()})
+    typed = f"{name}[brand=visa; bin=400000-499999; amount=100-]\r\nsandbox\r\n"
+    path = f"/endpoints/{merchant.endpoint_id}/connections"
+    assert admin.post(path, {"connections": typed, "cascade": "911, 116"}).status_code == 303
+    shown = shared_gateway.cli("endpoint", "connections", "--id", str(merchant.endpoint_id))
+    assert (shown["route"], shown["cascade"]) == (
+        [f"{name}[brand=VISA; bin=400000-499999; amount=100-]", "sandbox"],
+        "911,116",
+    )
+    page = admin.get(f"/merchants/{merchant.login}").text
+    assert f'{name}</a> <span class="muted">[brand=VISA; bin=400000-499999; amount=100-]</span>' in page
+    assert 'value="911,116"' in page
+    refused = admin.post(path, {"connections": f"{name}[currency=EURO]", "cascade": "911"})
+    assert refused.status_code == 400 and f"{name}: currency &#39;EURO&#39; is not an ISO 4217 code" in refused.text
+    assert f"{name}[currency=EURO]</textarea>" in refused.text
+    assert shared_gateway.cli("endpoint", "connections", "--id", str(merchant.endpoint_id))["cascade"] == "911,116"
 
 
 def test_a_viewer_reads_connections_and_is_refused_every_change(

@@ -14,9 +14,9 @@ from kassa.domain.acquirers import (
     changes,
     name_problem,
     read_link,
-    routable,
     route_problem,
     secret_problem,
+    serving,
 )
 from kassa.domain.merchants import Mode
 
@@ -165,9 +165,9 @@ def test_no_connection_is_listed_twice() -> None:
     assert route_problem(Mode.LIVE, [BANK, OTHER_BANK, BANK]) == "connection bank is listed twice"
 
 
-def test_a_disabled_connection_may_stay_listed_but_is_not_routable() -> None:
+def test_a_disabled_connection_may_stay_listed_but_serves_nothing() -> None:
     off = replace(BANK, enabled=False)
-    assert routable([off, OTHER_BANK]) == (OTHER_BANK,)
+    assert serving(Mode.LIVE, [off, OTHER_BANK]) == (OTHER_BANK,)
     assert route_problem(Mode.LIVE, [off, OTHER_BANK]) is None
     assert route_problem(Mode.LIVE, [off]) == "a live endpoint needs at least one enabled ISO 8583 connection"
     assert route_problem(Mode.LIVE, [off, SANDBOX]) is not None
@@ -178,3 +178,10 @@ def test_an_endpoint_needs_a_connection_it_can_route_to() -> None:
     assert route_problem(Mode.SANDBOX, [replace(SANDBOX, enabled=False)]) == (
         "an endpoint needs at least one enabled connection"
     )
+
+
+def test_a_live_endpoint_is_served_by_its_iso_8583_connections_alone() -> None:
+    # A route the rule refuses may still be stored from before (a connection switched to live): payments of
+    # a live endpoint never reach the sandbox.
+    assert serving(Mode.LIVE, [SANDBOX, BANK]) == (BANK,)
+    assert serving(Mode.SANDBOX, [SANDBOX, BANK]) == (SANDBOX, BANK)

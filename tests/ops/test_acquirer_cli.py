@@ -163,7 +163,8 @@ def test_an_endpoint_shows_and_sets_its_connections_in_order(shared_gateway: Gat
     shared_gateway.cli("acquirer", "create", "--name", bank, *SETTINGS)
     endpoint = str(merchant.endpoint_id)
     assert shared_gateway.cli("endpoint", "connections", "--id", endpoint) == {
-        "endpoint": merchant.endpoint_id, "connections": ["sandbox"], "problem": None,
+        "endpoint": merchant.endpoint_id, "connections": ["sandbox"], "route": ["sandbox"], "cascade": "default",
+        "problem": None,
     }  # fmt: skip
     set_to = shared_gateway.cli("endpoint", "connections", "--id", endpoint, bank, "sandbox")
     assert set_to["connections"] == [bank, "sandbox"]
@@ -171,8 +172,42 @@ def test_an_endpoint_shows_and_sets_its_connections_in_order(shared_gateway: Gat
     assert shared_gateway.cli("acquirer", "show", "--name", bank)["endpoints"] == [merchant.endpoint_id]
     [(actor, action, before, after)] = _audit(shared_gateway, f"endpoint {endpoint}")
     assert (actor, action) == (f"cli:{getpass.getuser()}", "endpoint.connections")
-    assert (json.loads(before), json.loads(after)) == (["sandbox"], [bank, "sandbox"])
-    merchant.sale(f"o-{uuid.uuid4().hex[:8]}")  # payments do not use the list yet: the sandbox still answers
+    assert (json.loads(before), json.loads(after)) == ({"route": ["sandbox"]}, {"route": [bank, "sandbox"]})
+
+
+def test_an_endpoints_route_is_written_with_its_conditions_and_cascade_list_and_read_back_as_written(
+    shared_gateway: Gateway, merchant: Merchant
+) -> None:
+    endpoint = str(merchant.endpoint_id)
+    shared_gateway.cli(
+        "endpoint", "connections", "--id", endpoint, "--cascade", "116,907", "sandbox[currency=usd; amount=100-]"
+    )
+    shown = shared_gateway.cli("endpoint", "connections", "--id", endpoint)
+    assert (shown["route"], shown["cascade"]) == (["sandbox[currency=USD; amount=100-]"], "116,907")
+    text = cli_run(shared_gateway, "endpoint", "connections", "--id", endpoint).stdout
+    assert "1. sandbox[currency=USD; amount=100-]" in text and "cascade on: 116,907" in text
+    [(_, _, before, after)] = _audit(shared_gateway, f"endpoint {endpoint}")
+    assert json.loads(before) == {"route": ["sandbox"], "cascade": "default"}
+    assert json.loads(after) == {"route": ["sandbox[currency=USD; amount=100-]"], "cascade": "116,907"}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("sandbox[bin=4x]",), "sandbox: BIN range '4x' must be a prefix of 1 to 11 digits"),
+        (("sandbox[kind=refund]",), "sandbox: kind 'refund' is none of payment, payout"),
+        (("--cascade", "05"), "cascade code '05' is none of the action codes"),
+    ],
+)
+def test_a_route_or_cascade_list_that_cannot_be_read_is_refused_naming_it_and_changes_nothing(
+    shared_gateway: Gateway, merchant: Merchant, args: tuple[str, ...], message: str
+) -> None:
+    endpoint = str(merchant.endpoint_id)
+    refused = cli_run(shared_gateway, "endpoint", "connections", "--id", endpoint, *args)
+    assert refused.returncode == 2 and message in refused.stderr
+    assert ("value for --cascade" in refused.stderr) is (args[0] == "--cascade")
+    shown = shared_gateway.cli("endpoint", "connections", "--id", endpoint)
+    assert (shown["route"], shown["cascade"]) == (["sandbox"], "default")
 
 
 def test_a_live_endpoint_takes_iso_8583_connections_only_and_disabling_its_last_is_warned_of(

@@ -12,7 +12,9 @@ from sqlalchemy import Connection, select
 from sqlalchemy.exc import IntegrityError
 
 from kassa.domain.acquirers import Kind, SettingProblem, read_link
+from kassa.domain.action_codes import ActionCode
 from kassa.domain.merchants import Mode
+from kassa.domain.routing import Entry, RouteProblem, parse_route
 from kassa.storage import acquirers
 from kassa.storage import merchants as merchant_store
 from kassa.storage.database import Database
@@ -105,8 +107,8 @@ def test_endpoints_whose_route_a_disabled_connection_breaks_are_named(db: Databa
     spec = merchant_store.EndpointSpec(merchant_id, "EUR", Mode.LIVE, False, "", None, None, False)
     live = db.write_sync(lambda conn: merchant_store.create_endpoint(conn, spec, 0))
     bank = _create(db, "bank")
-    db.write_sync(lambda conn: acquirers.set_route(conn, live, ["bank"]))
-    db.write_sync(lambda conn: acquirers.set_route(conn, sandbox_endpoint, ["bank", "sandbox"]))
+    db.write_sync(lambda conn: acquirers.set_route(conn, live, _route("bank")))
+    db.write_sync(lambda conn: acquirers.set_route(conn, sandbox_endpoint, _route("bank", "sandbox")))
     assert db.read_sync(lambda conn: acquirers.route_problems(conn, bank.id)) == {}
     db.write_sync(lambda conn: acquirers.set_enabled(conn, "bank", False, 2000))
     assert db.read_sync(lambda conn: acquirers.route_problems(conn, bank.id)) == {
@@ -118,8 +120,8 @@ def test_a_new_sandbox_endpoint_is_routed_to_the_sandbox_and_a_live_one_to_nothi
     merchant_id, sandbox_endpoint = db.write_sync(shop_endpoint)
     spec = merchant_store.EndpointSpec(merchant_id, "EUR", Mode.LIVE, False, "", None, None, False)
     live_endpoint = db.write_sync(lambda conn: merchant_store.create_endpoint(conn, spec, 0))
-    found = db.read_sync(lambda conn: acquirers.routes(conn, [sandbox_endpoint, live_endpoint]))
-    assert {endpoint: [c.name for c in route] for endpoint, route in found.items()} == {
+    found = db.read_sync(lambda conn: acquirers.routings(conn, [sandbox_endpoint, live_endpoint]))
+    assert {endpoint: [c.name for c in routing.connections] for endpoint, routing in found.items()} == {
         sandbox_endpoint: ["sandbox"],
         live_endpoint: [],
     }
@@ -129,14 +131,19 @@ def test_a_route_is_kept_in_the_order_given_and_replaced_whole(db: Database) -> 
     _merchant_id, endpoint_id = db.write_sync(shop_endpoint)
     for name in ("bank", "other"):
         _create(db, name)
-    before, after = db.write_sync(lambda conn: acquirers.set_route(conn, endpoint_id, ["other", "sandbox", "bank"]))
-    assert ([c.name for c in before], [c.name for c in after]) == (["sandbox"], ["other", "sandbox", "bank"])
+    before, after = db.write_sync(
+        lambda conn: acquirers.set_route(conn, endpoint_id, _route("other", "sandbox", "bank"))
+    )
+    assert ([c.name for c in before.connections], [c.name for c in after.connections]) == (
+        ["sandbox"],
+        ["other", "sandbox", "bank"],
+    )
     assert [c.name for c in db.read_sync(lambda conn: acquirers.route(conn, endpoint_id))] == [
         "other",
         "sandbox",
         "bank",
     ]
-    db.write_sync(lambda conn: acquirers.set_route(conn, endpoint_id, ["bank", "other"]))
+    db.write_sync(lambda conn: acquirers.set_route(conn, endpoint_id, _route("bank", "other")))
     assert [c.name for c in db.read_sync(lambda conn: acquirers.route(conn, endpoint_id))] == ["bank", "other"]
     bank = db.read_sync(lambda conn: acquirers.by_name(conn, "bank"))
     assert db.read_sync(lambda conn: acquirers.endpoints_using(conn, bank.id)) == [(endpoint_id, Mode.SANDBOX)]
@@ -156,9 +163,9 @@ def test_a_route_the_rule_refuses_leaves_the_old_one(db: Database, names: list[s
     spec = merchant_store.EndpointSpec(merchant_id, "EUR", Mode.LIVE, False, "", None, None, False)
     live = db.write_sync(lambda conn: merchant_store.create_endpoint(conn, spec, 0))
     _create(db, "bank")
-    db.write_sync(lambda conn: acquirers.set_route(conn, live, ["bank"]))
+    db.write_sync(lambda conn: acquirers.set_route(conn, live, _route("bank")))
     with pytest.raises((acquirers.Refused, merchant_store.NotFound), match=message):
-        db.write_sync(lambda conn: acquirers.set_route(conn, live, names))
+        db.write_sync(lambda conn: acquirers.set_route(conn, live, _route(*names)))
     assert [c.name for c in db.read_sync(lambda conn: acquirers.route(conn, live))] == ["bank"]
 
 
@@ -166,6 +173,34 @@ def test_a_group_and_an_unknown_endpoint_have_no_route_to_set(db: Database) -> N
     merchant_id, endpoint_id = db.write_sync(shop_endpoint)
     group = db.write_sync(lambda conn: merchant_store.create_group(conn, merchant_id, [endpoint_id], 0))
     with pytest.raises(acquirers.Refused, match="is a group: its member endpoints have connections"):
-        db.write_sync(lambda conn: acquirers.set_route(conn, group, ["sandbox"]))
+        db.write_sync(lambda conn: acquirers.set_route(conn, group, _route("sandbox")))
     with pytest.raises(merchant_store.NotFound, match="no endpoint or group 999999"):
-        db.write_sync(lambda conn: acquirers.set_route(conn, 999999, ["sandbox"]))
+        db.write_sync(lambda conn: acquirers.set_route(conn, 999999, _route("sandbox")))
+
+
+def _route(*names: str) -> list[Entry]:
+    return [Entry(name) for name in names]
+
+
+def test_a_routes_conditions_and_cascade_list_are_kept_as_written(db: Database) -> None:
+    _merchant_id, endpoint_id = db.write_sync(shop_endpoint)
+    _create(db, "bank")
+    entries = parse_route(["bank[currency=EUR; bin=400000-499999; kind=payment], sandbox"])
+    db.write_sync(lambda conn: acquirers.change_routing(conn, endpoint_id, entries, "911,907"))
+    routing = db.read_sync(lambda conn: acquirers.routing(conn, endpoint_id))
+    assert [stop.render() for stop in routing.stops] == [
+        "bank[bin=400000-499999; currency=EUR; kind=payment]",
+        "sandbox",
+    ]
+    assert routing.cascade == (ActionCode.ISSUER_TIMED_OUT, ActionCode.ISSUER_INOPERATIVE)
+    db.write_sync(lambda conn: acquirers.change_routing(conn, endpoint_id, None, "default"))
+    routing = db.read_sync(lambda conn: acquirers.routing(conn, endpoint_id))
+    assert (len(routing.stops), routing.cascade) == (2, None)
+    assert routing.cascade_codes == {"907", "909", "911", "100"}
+
+
+def test_a_cascade_list_the_rule_refuses_changes_nothing(db: Database) -> None:
+    _merchant_id, endpoint_id = db.write_sync(shop_endpoint)
+    with pytest.raises(RouteProblem, match="cascade code '999' is none of the action codes"):
+        db.write_sync(lambda conn: acquirers.change_routing(conn, endpoint_id, _route("sandbox"), "999"))
+    assert db.read_sync(lambda conn: acquirers.routing(conn, endpoint_id)).cascade is None

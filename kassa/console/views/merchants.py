@@ -19,10 +19,11 @@ from kassa.console import form_fields as fields
 from kassa.console.access import Console, Visit, action, page
 from kassa.console.form_fields import Problem
 from kassa.domain import money
-from kassa.domain.acquirers import Connection as AcquirerConnection
 from kassa.domain.acquirers import route_problem
 from kassa.domain.merchants import Endpoint, Merchant, Mode
 from kassa.domain.operators import Action
+from kassa.domain.routing import RouteProblem, Routing, parse_route, render_cascade
+from kassa.domain.routing import changes as routing_changes
 from kassa.signing.rsa_keys import KeyProblem, read_public_key
 from kassa.storage import acquirers as acquirer_store
 from kassa.storage import balances as balance_store
@@ -75,7 +76,7 @@ async def merchant_page(console: Console, visit: Visit) -> Response:
 async def _detail(console: Console, visit: Visit, login: str, status: int = 200, **shown: Any) -> Response:
     vault = console.services.vault
 
-    def load(conn: Connection) -> tuple[Merchant, list[Endpoint], Any, Any, dict[int, list[AcquirerConnection]]]:
+    def load(conn: Connection) -> tuple[Merchant, list[Endpoint], Any, Any, dict[int, Routing]]:
         merchant = merchant_store.merchant_by_login(conn, vault, login)
         endpoints = merchant_store.endpoints_of(conn, vault, merchant.id)
         return (
@@ -83,7 +84,7 @@ async def _detail(console: Console, visit: Visit, login: str, status: int = 200,
             endpoints,
             merchant_keys.listing(conn, login),
             balance_store.of_merchant(conn, merchant.id),
-            acquirer_store.routes(conn, [e.id for e in endpoints if not e.is_group]),
+            acquirer_store.routings(conn, [e.id for e in endpoints if not e.is_group]),
         )
 
     try:
@@ -92,8 +93,10 @@ async def _detail(console: Console, visit: Visit, login: str, status: int = 200,
         return visit.page("refused.html", 404, reason=f"Not found: {missing}.")
     forms = {e.id: _endpoint_form(e) for e in endpoints if not e.is_group}
     forms.update(shown.pop("edited", {}))
-    route_forms = {endpoint_id: ", ".join(c.name for c in route) for endpoint_id, route in routes.items()}
+    route_forms = {endpoint_id: "\n".join(s.render() for s in routing.stops) for endpoint_id, routing in routes.items()}
     route_forms.update(shown.pop("route_edited", {}))
+    cascade_forms = {endpoint_id: render_cascade(routing.cascade) for endpoint_id, routing in routes.items()}
+    cascade_forms.update(shown.pop("cascade_edited", {}))
     context: dict[str, Any] = {
         "section": "merchants",
         "merchant": {"id": merchant.id, "login": merchant.login, "classic": merchant.classic},
@@ -103,8 +106,9 @@ async def _detail(console: Console, visit: Visit, login: str, status: int = 200,
         "balances": balances,
         "forms": forms,
         "routes": routes,
-        "route_problems": {e.id: route_problem(e.mode, routes[e.id]) for e in endpoints if not e.is_group},
+        "route_problems": {e.id: route_problem(e.mode, routes[e.id].connections) for e in endpoints if not e.is_group},
         "route_forms": route_forms,
+        "cascade_forms": cascade_forms,
         "modes": [m.value for m in Mode],
         "new_endpoint": _NEW_ENDPOINT,
         "new_key_mode": Mode.SANDBOX.value,
@@ -205,26 +209,27 @@ async def endpoint_update(console: Console, visit: Visit) -> Response:
 
 @action(Action.ENDPOINT_CONNECTIONS)
 async def endpoint_connections(console: Console, visit: Visit) -> Response:
-    """Sets the endpoint's acquirer connections, in the order typed (names separated by commas)."""
+    """Sets the endpoint's acquirer connections, in the order typed (one entry a line, or separated by
+    commas, each NAME or NAME[conditions]) and its cascade list."""
     endpoint_id = int(visit.request.path_params["endpoint_id"])
-    typed = visit.form.get("connections", "")
-    names = [name.strip() for name in typed.split(",") if name.strip()]
+    typed, cascade = visit.form.get("connections", ""), visit.form.get("cascade")
     vault = console.services.vault
     try:
         endpoint = await console.read(partial(merchant_store.load_endpoint, vault=vault, endpoint_id=endpoint_id))
     except merchant_store.NotFound as missing:
         return visit.page("refused.html", 404, reason=f"Not found: {missing}.")
 
-    def change(conn: Connection) -> tuple[list[str], list[str]]:
-        before, after = acquirer_store.set_route(conn, endpoint_id, names)
-        return [c.name for c in before], [c.name for c in after]
+    def change(conn: Connection) -> tuple[dict[str, object], dict[str, object]]:
+        return routing_changes(*acquirer_store.change_routing(conn, endpoint_id, parse_route([typed]), cascade))
 
     try:
         await console.audited(visit, Action.ENDPOINT_CONNECTIONS, f"endpoint {endpoint_id}", change)
-    except (acquirer_store.Refused, merchant_store.NotFound) as refused:
+    except (acquirer_store.Refused, merchant_store.NotFound, RouteProblem) as refused:
         problem = f"Acquirer connections of endpoint {endpoint_id}: {refused}."
-        shown = {"problem": problem, "route_edited": {endpoint_id: typed}, "editing": endpoint_id}
-        return await _detail(console, visit, endpoint.merchant.login, 400, **shown)
+        edited = {"route_edited": {endpoint_id: typed}, "cascade_edited": {endpoint_id: cascade or "default"}}
+        return await _detail(
+            console, visit, endpoint.merchant.login, 400, problem=problem, editing=endpoint_id, **edited
+        )
     return _to_merchant(endpoint.merchant.login)
 
 

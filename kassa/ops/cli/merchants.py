@@ -21,6 +21,7 @@ from kassa.domain.merchants import (
     parse_network,
 )
 from kassa.domain.operators import Action
+from kassa.domain.routing import RouteProblem, Routing, Stop, changes, parse_cascade, parse_route, render_cascade
 from kassa.ops.cli.common import cli_actor, emit, json_option, read, vault, write
 from kassa.storage import acquirers as acquirer_store
 from kassa.storage import audit_log
@@ -244,34 +245,58 @@ def endpoint_list(as_json: bool) -> None:
 
 @endpoint.command("connections")
 @click.option("--id", "endpoint_id", type=int, required=True)
-@click.argument("names", nargs=-1)
+@click.option(
+    "--cascade",
+    help="Action codes that send a payment on to the next connection, comma-separated; 'none', or 'default' "
+    "(907,909,911,100).",
+)
+@click.argument("entries", nargs=-1)
 @json_option
-def endpoint_connections(endpoint_id: int, names: tuple[str, ...], as_json: bool) -> None:
-    """Show the acquirer connections of an endpoint (its payments go to the first enabled one); with NAMES,
-    replace them by those, in that order. The sandbox connection serves sandbox endpoints only, and a live
-    endpoint needs an enabled ISO 8583 connection (`kassa acquirer`)."""
+def endpoint_connections(endpoint_id: int, cascade: str | None, entries: tuple[str, ...], as_json: bool) -> None:
+    """Show an endpoint's routing: its acquirer connections in the order payments try them, each with its
+    conditions, and its cascade list. With ENTRIES, replace the connections by those, each written
+    NAME or NAME[conditions], for example 'acq-eu[brand=VISA,MASTERCARD; bin=400000-499999; currency=EUR;
+    amount=100-500000; kind=payment]' (amounts in minor units). The sandbox connection serves sandbox
+    endpoints only, and a live endpoint needs an enabled ISO 8583 connection (`kassa acquirer`)."""
+    try:
+        chosen = parse_route(entries) if entries else None
+    except RouteProblem as unread:
+        raise click.BadParameter(str(unread), param_hint="ENTRIES") from None
+    if cascade is not None:
+        try:
+            parse_cascade(cascade)
+        except RouteProblem as unread:
+            raise click.BadParameter(str(unread), param_hint="--cascade") from None
 
-    def show(conn: Connection) -> tuple[list[str], str | None]:
-        route = acquirer_store.route(conn, endpoint_id)
-        return [c.name for c in route], route_problem(acquirer_store.endpoint_mode(conn, endpoint_id), route)
-
-    def change(conn: Connection) -> tuple[list[str], str | None]:
-        before, after = acquirer_store.set_route(conn, endpoint_id, names)
-        was, now = [c.name for c in before], [c.name for c in after]
-        entry = audit_log.Entry(
-            cli_actor(), Action.ENDPOINT_CONNECTIONS.code, f"endpoint {endpoint_id}", before=was, after=now
-        )
-        audit_log.append(conn, entry, now_ms())
-        return now, None
+    def change(conn: Connection) -> Routing:
+        before, after = acquirer_store.change_routing(conn, endpoint_id, chosen, cascade)
+        was, now = changes(before, after)
+        target = f"endpoint {endpoint_id}"
+        audit_log.append(conn, audit_log.Entry(cli_actor(), _CONNECTIONS, target, before=was, after=now), now_ms())
+        return after
 
     try:
-        listed, problem = write(change) if names else read(show)
+        if chosen is None and cascade is None:
+            found = read(lambda conn: acquirer_store.routing(conn, endpoint_id))
+        else:
+            found = write(change)
     except acquirer_store.Refused as refused:
         raise click.ClickException(str(refused)) from None
-    lines = [f"endpoint {endpoint_id}: {', '.join(listed) or 'no connections'}"]
+    problem = route_problem(found.mode, found.connections)
+    lines = [f"endpoint {endpoint_id}: {'no connections' if not found.stops else ''}".rstrip()]
+    lines += [f"  {n}. {stop.render()}{_disabled(stop)}" for n, stop in enumerate(found.stops, start=1)]
+    lines.append(f"  cascade on: {render_cascade(found.cascade)}")
     if problem:
         lines.append(f"warning: endpoint {endpoint_id}: {problem}")
-    emit(as_json, {"endpoint": endpoint_id, "connections": listed, "problem": problem}, lines)
+    shown = {"endpoint": endpoint_id, "connections": [c.name for c in found.connections], **found.as_dict()}
+    emit(as_json, {**shown, "problem": problem}, lines)
+
+
+_CONNECTIONS = Action.ENDPOINT_CONNECTIONS.code
+
+
+def _disabled(stop: Stop) -> str:
+    return "" if stop.connection.enabled else " (disabled)"
 
 
 @click.group()

@@ -1,0 +1,148 @@
+"""Routing over an endpoint's connections (CONTRACT §16): a first authorization goes to the first connection
+whose conditions it matches, and cascades on the endpoint's codes; the acquirer hosts are simulators over
+TCP."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from kassa.sandbox.acquirer_host import AcquirerHost
+from tests.api.test_payouts import CARD as PAYOUT_CARD
+from tests.api.test_payouts import payout
+from tests.support.acquirer_host import host_on_a_thread
+from tests.support.balances import credit
+from tests.support.gateway import Merchant
+from tests.support.operations import final
+
+_names = itertools.count()
+MASTERCARD = "5555555555554444"
+
+
+@pytest.fixture(scope="module")
+def hosts() -> Iterator[tuple[AcquirerHost, AcquirerHost]]:
+    with host_on_a_thread() as first, host_on_a_thread() as second:
+        yield first, second
+
+
+def _connection(merchant: Merchant, host: AcquirerHost) -> str:
+    name = f"route-{next(_names)}"
+    merchant.gateway.cli(
+        "acquirer", "create", "--name", name, "--host", "127.0.0.1", "--port", str(host.port),
+        "--acquiring-institution-id", "123456", "--terminal-id", "TERM0003", "--card-acceptor-id", "SHOP00000000003",
+        "--mcc", "5999", "--response-timeout", "0.5",
+    )  # fmt: skip
+    return name
+
+
+def _route(merchant: Merchant, *entries: str, cascade: str | None = None) -> None:
+    options = ("--cascade", cascade) if cascade is not None else ()
+    merchant.gateway.cli("endpoint", "connections", "--id", str(merchant.endpoint_id), *options, *entries)
+
+
+def _payments(host: AcquirerHost) -> list[dict[str, str]]:
+    return [m for m in host.received if m["t"] != "0800"]
+
+
+def _sale(merchant: Merchant, **fields: str) -> dict[str, str]:
+    return merchant.wait_final(merchant.sale(f"route-{next(_names)}", **fields).json()["paynet-order-id"])
+
+
+def _host_of(rrn: str, hosts: tuple[AcquirerHost, AcquirerHost]) -> int:
+    [index] = [i for i, host in enumerate(hosts) if any(m.get("37") == rrn for m in _payments(host))]
+    return index
+
+
+VISA = {"credit_card_number": "4111111111111111"}
+
+
+@pytest.mark.parametrize(
+    ("conditions", "sales"),
+    [
+        (
+            "brand=MASTERCARD; amount=-1000",
+            [({"credit_card_number": MASTERCARD, "amount": "5.00"}, 0), ({**VISA, "amount": "5.00"}, 1),
+             ({"credit_card_number": MASTERCARD, "amount": "10.01"}, 1)],
+        ),
+        ("bin=400000-410000,510000-559999", [(VISA, 1), ({"credit_card_number": MASTERCARD}, 0)]),
+        ("currency=EUR; kind=payment", [(VISA, 1)]),
+        ("currency=EUR,USD; kind=payment", [(VISA, 0)]),
+    ],
+)  # fmt: skip
+def test_a_sale_goes_to_the_first_connection_whose_conditions_it_matches(
+    make_merchant: Callable[..., Merchant],
+    hosts: tuple[AcquirerHost, AcquirerHost],
+    conditions: str,
+    sales: list[tuple[dict[str, str], int]],
+) -> None:
+    merchant = make_merchant("USD")
+    first, second = (_connection(merchant, host) for host in hosts)
+    _route(merchant, f"{first}[{conditions}]", second)
+    for sale, served_by in sales:
+        approved = _sale(merchant, **sale)
+        assert approved["status"] == "approved"
+        assert _host_of(approved["processor-rrn"], hosts) == served_by
+
+
+def test_a_payout_goes_to_the_connection_for_payouts_and_a_sale_to_the_one_for_payments(
+    make_merchant: Callable[..., Merchant], hosts: tuple[AcquirerHost, AcquirerHost]
+) -> None:
+    merchant = make_merchant("USD")
+    for_payments, for_payouts = (_connection(merchant, host) for host in hosts)
+    _route(merchant, f"{for_payments}[kind=payment]", f"{for_payouts}[kind=payout]")
+    credit(merchant, "50.00")
+    paid = final(merchant, payout(merchant, PAYOUT_CARD, "5.00"))
+    sold = _sale(merchant)
+    assert (paid["status"], sold["status"]) == ("approved", "approved")
+    assert _host_of(paid["processor-rrn"], hosts) == 1
+    assert _host_of(sold["processor-rrn"], hosts) == 0
+
+
+def test_a_sale_no_connection_takes_ends_in_error_907_and_sends_nothing(
+    make_merchant: Callable[..., Merchant], hosts: tuple[AcquirerHost, AcquirerHost]
+) -> None:
+    merchant = make_merchant("USD")
+    only_euros = _connection(merchant, hosts[0])
+    _route(merchant, f"{only_euros}[currency=EUR]")
+    sent = [len(_payments(host)) for host in hosts]
+    refused = _sale(merchant)
+    assert (refused["status"], refused["error-code"]) == ("error", "907")
+    assert "No acquirer connection of this endpoint takes this card" in refused["error-message"]
+    assert [len(_payments(host)) for host in hosts] == sent
+
+
+@pytest.mark.parametrize(
+    ("cascade", "first_answers", "outcome", "tries"),
+    [
+        (None, "51", ("declined", "116"), 1),  # insufficient funds: another acquirer's issuer is the same
+        ("116", "51", ("approved", None), 2),
+        (None, "05", ("approved", None), 2),  # do not honour is on the default list
+        ("none", "91", ("error", "907"), 1),
+        ("911,909", "91", ("error", "907"), 1),
+    ],
+)
+def test_an_endpoints_cascade_list_decides_which_outcomes_go_on_to_the_next_connection(
+    make_merchant: Callable[..., Merchant],
+    hosts: tuple[AcquirerHost, AcquirerHost],
+    cascade: str | None,
+    first_answers: str,
+    outcome: tuple[str, str | None],
+    tries: int,
+) -> None:
+    merchant = make_merchant("USD")
+    with host_on_a_thread(answer_with=first_answers) as failing:
+        first, second = _connection(merchant, failing), _connection(merchant, hosts[1])
+        _route(merchant, first, second, cascade=cascade)
+        seen = len(_payments(hosts[1]))
+        ended = _sale(merchant)
+        assert (ended["status"], ended.get("error-code")) == outcome
+        assert len(_payments(failing)) + len(_payments(hosts[1])) - seen == tries
+
+
+def test_a_sandbox_endpoints_conditions_hold_for_the_built_in_sandbox_too(merchant: Merchant) -> None:
+    merchant.gateway.cli("endpoint", "connections", "--id", str(merchant.endpoint_id), "sandbox[amount=-1000]")
+    assert _sale(merchant, amount="9.99")["status"] == "approved"
+    refused = _sale(merchant, amount="10.01")
+    assert (refused["status"], refused["error-code"]) == ("error", "907")
