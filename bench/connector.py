@@ -138,7 +138,7 @@ async def _iso_processor(services: Any, port: int, sockets: int) -> Any:
     connection = services.db.write_sync(
         lambda conn: acquirer_store.create(conn, services.vault, "bench-simulator", link, None, now_ms())
     )
-    return await _opened(services.db, connection)
+    return await _opened(services.db, services.vault, connection)
 
 
 async def _round(m: Measured, processor: Any, requests: Sequence[Any], sales: int, host_pid: int) -> None:

@@ -149,7 +149,7 @@ def build_services(settings: Settings, worker_count: int) -> Services:
         crashpoints.arm(settings.test_crash_point)
     vault = load_vault(settings.vault_source)
     db = open_store(settings, vault, settings.db_threads)
-    connectors = Connectors(db, SandboxProcessor(settings.sandbox_latency_ms), settings.endpoint_cache_seconds)
+    connectors = Connectors(db, vault, SandboxProcessor(settings.sandbox_latency_ms), settings.endpoint_cache_seconds)
     issuer = SandboxIssuer()
     config = WorkerConfig(
         settings.poll_interval,

@@ -15,6 +15,10 @@ from enum import StrEnum
 from ipaddress import ip_address
 from typing import Any
 
+from cryptography import x509
+from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat, load_pem_private_key
+
 from kassa.domain.merchants import Mode
 
 
@@ -201,12 +205,38 @@ def _milliseconds(text: str) -> int:
 
 
 def secret_problem(secret: str) -> str | None:
-    """A secret (a TLS client private key, a MAC key) as read from a file or standard input."""
+    """A secret (a TLS client certificate with its private key, a MAC key) as read from a file or standard
+    input."""
     if not secret.strip():
         return "the secret is empty"
     if len(secret) > MAX_SECRET_LENGTH:
         return f"the secret is longer than {MAX_SECRET_LENGTH // 1024} KiB"
+    return client_certificate_problem(secret) if holds_client_certificate(secret) else None
+
+
+def holds_client_certificate(secret: str) -> bool:
+    """Whether a secret is meant as the link's TLS client certificate (it holds one) rather than another key."""
+    return _CERTIFICATE in secret
+
+
+def client_certificate_problem(secret: str) -> str | None:
+    """What keeps a secret from being a TLS client certificate, or None: it needs the certificate (chain) and
+    the first certificate's private key, unencrypted, both PEM."""
+    try:
+        certificate = x509.load_pem_x509_certificates(secret.encode())[0]
+        key = load_pem_private_key(secret.encode(), password=None)
+    except (ValueError, TypeError):
+        return "a client certificate must come with its private key, unencrypted, both PEM in the one secret"
+    if _public(certificate.public_key()) != _public(key.public_key()):
+        return "the secret's private key is not the key of its (first) certificate"
     return None
+
+
+_CERTIFICATE = "-----BEGIN CERTIFICATE-----"
+
+
+def _public(key: PublicKeyTypes) -> bytes:
+    return key.public_bytes(Encoding.DER, PublicFormat.SubjectPublicKeyInfo)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import ssl
 import time
 from dataclasses import dataclass
@@ -44,9 +45,13 @@ from kassa.processors.iso8583 import dialect
 from kassa.processors.iso8583.connector import DatabaseStans, IsoProcessor
 from kassa.processors.iso8583.link import Link, LinkState
 from kassa.processors.iso8583.messages import Terminal
+from kassa.processors.iso8583.tls import client_context
 from kassa.storage import acquirer_messages as messages
 from kassa.storage import acquirers as acquirer_store
 from kassa.storage.database import Database
+from kassa.vault.keys import Vault
+
+_log = logging.getLogger("kassa.acquirer")
 
 UNROUTED_OUTCOME = Outcome(Stage.ERROR, ActionCode.ISSUER_INOPERATIVE, "No acquirer connection serves this endpoint")
 UNMATCHED_OUTCOME = Outcome(
@@ -143,8 +148,9 @@ class Route:
 
 
 class Connectors:
-    def __init__(self, db: Database, sandbox: Processor, ttl_seconds: float = 2.0) -> None:
+    def __init__(self, db: Database, vault: Vault, sandbox: Processor, ttl_seconds: float = 2.0) -> None:
         self._db = db
+        self._vault = vault
         self._sandbox = sandbox
         self._ttl = ttl_seconds
         self._routes: dict[int, tuple[float, Processor]] = {}
@@ -230,11 +236,11 @@ class Connectors:
         async with self._opening.setdefault(connection.id, asyncio.Lock()):
             found = self._links.get(connection.id)
             if found is None:
-                found = self._links[connection.id] = await _opened(self._db, connection)
+                found = self._links[connection.id] = await _opened(self._db, self._vault, connection)
             return found
 
 
-async def _opened(db: Database, connection: Connection) -> IsoProcessor:
+async def _opened(db: Database, vault: Vault, connection: Connection) -> IsoProcessor:
     settings = connection.link
     assert settings is not None  # an ISO 8583 connection has its link's settings
     terminal = Terminal(
@@ -242,7 +248,14 @@ async def _opened(db: Database, connection: Connection) -> IsoProcessor:
     )
     stans = DatabaseStans(db, connection.id)
     timeout = settings.response_timeout_ms / 1000
-    tls = ssl.create_default_context() if settings.tls else None
+    tls = None
+    if settings.tls:
+        secret = await db.read(lambda conn: acquirer_store.secret_of(conn, vault, connection.id))
+        try:
+            tls = client_context(secret)
+        except ssl.SSLError as problem:  # checked when set: a secret sealed by an older Kassa, say
+            _log.error("connection %s: its secret is no usable client certificate: %s", connection.name, problem)
+            tls = client_context(None)
     link = Link(
         dialect.load(settings.dialect), settings.host, settings.port, tls, terminal,
         stans=stans, sockets=settings.sockets, response_timeout=timeout,

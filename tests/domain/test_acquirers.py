@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,7 @@ from kassa.domain.acquirers import (
     serving,
 )
 from kassa.domain.merchants import Mode
+from tests.support.proxy import _self_signed
 
 TYPED: dict[str, str | bool] = {
     "host": "acquirer.example",
@@ -185,3 +187,17 @@ def test_a_live_endpoint_is_served_by_its_iso_8583_connections_alone() -> None:
     # a live endpoint never reach the sandbox.
     assert serving(Mode.LIVE, [SANDBOX, BANK]) == (BANK,)
     assert serving(Mode.SANDBOX, [SANDBOX, BANK]) == (SANDBOX, BANK)
+
+
+def test_a_secret_holding_a_certificate_must_hold_its_private_key_too(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    certificate, key = _self_signed(tmp_path / "a")
+    _, other_key = _self_signed(tmp_path / "b")
+    assert secret_problem(certificate.read_text() + key.read_text()) is None
+    assert secret_problem(key.read_text() + certificate.read_text()) is None
+    assert "must come with its private key" in (secret_problem(certificate.read_text()) or "")
+    assert secret_problem(certificate.read_text() + other_key.read_text()) == (
+        "the secret's private key is not the key of its (first) certificate"
+    )
+    assert secret_problem("a MAC key, not a certificate") is None

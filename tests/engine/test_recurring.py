@@ -53,7 +53,7 @@ class Calendar:
 
 async def _tick_and_process(db: Database, scheduler: Scheduler) -> None:
     await scheduler.tick()
-    sandbox = Connectors(db, SandboxProcessor())
+    sandbox = Connectors(db, TEST_VAULT, SandboxProcessor())
     worker = Worker(db, TEST_VAULT, sandbox, SandboxIssuer(), WorkerConfig(0.01, 30, 60, 1800, 3, 1))
     stop = asyncio.Event()
     running = asyncio.create_task(worker.run(stop))

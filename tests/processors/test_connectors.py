@@ -5,7 +5,10 @@ TCP."""
 from __future__ import annotations
 
 import itertools
+import ssl
+import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -14,8 +17,9 @@ from tests.api.test_payouts import CARD as PAYOUT_CARD
 from tests.api.test_payouts import payout
 from tests.support.acquirer_host import host_on_a_thread
 from tests.support.balances import credit
-from tests.support.gateway import Merchant
+from tests.support.gateway import Gateway, Merchant, new_merchant
 from tests.support.operations import final
+from tests.support.proxy import _self_signed
 
 _names = itertools.count()
 MASTERCARD = "5555555555554444"
@@ -146,3 +150,43 @@ def test_a_sandbox_endpoints_conditions_hold_for_the_built_in_sandbox_too(mercha
     assert _sale(merchant, amount="9.99")["status"] == "approved"
     refused = _sale(merchant, amount="10.01")
     assert (refused["status"], refused["error-code"]) == ("error", "907")
+
+
+def test_a_tls_link_presents_the_client_certificate_sealed_as_the_connections_secret(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    server_certificate, server_key = _self_signed(tmp_path_factory.mktemp("host"))
+    client_certificate, client_key = _self_signed(tmp_path_factory.mktemp("client"))
+    secret = tmp_path_factory.mktemp("secret") / "client.pem"
+    secret.write_text(client_certificate.read_text() + client_key.read_text())
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server.load_cert_chain(server_certificate, server_key)
+    server.verify_mode = ssl.CERT_REQUIRED
+    server.load_verify_locations(client_certificate)
+    data_dir = tmp_path_factory.mktemp("gateway")
+    # The acquirer's private CA, trusted as an operator would: OpenSSL's SSL_CERT_FILE.
+    trusting = {"SSL_CERT_FILE": str(server_certificate)}
+    gateway = Gateway(f"sqlite:///{data_dir / 'kassa.db'}", data_dir, extra_env=trusting).start()
+    try:
+        with host_on_a_thread(tls=server) as host:
+            with_certificate, without = (new_merchant(gateway, f"m-{uuid.uuid4().hex[:10]}") for _ in range(2))
+            _tls_connection(with_certificate, host, secret)
+            _tls_connection(without, host, None)
+            approved = _sale(with_certificate)
+            assert approved["status"] == "approved" and _payments(host)[0]["37"] == approved["processor-rrn"]
+            refused = _sale(without)  # the host refuses a handshake without a client certificate
+            assert (refused["status"], refused["error-code"]) == ("error", "907")
+            assert len(_payments(host)) == 1
+    finally:
+        gateway.stop()
+
+
+def _tls_connection(merchant: Merchant, host: AcquirerHost, secret: Path | None) -> None:
+    name = f"tls-{next(_names)}"
+    options = ("--secret-file", str(secret)) if secret else ()
+    merchant.gateway.cli(
+        "acquirer", "create", "--name", name, "--host", "127.0.0.1", "--port", str(host.port), "--tls", *options,
+        "--acquiring-institution-id", "123456", "--terminal-id", "TERM0004", "--card-acceptor-id", "SHOP00000000004",
+        "--mcc", "5999", "--response-timeout", "1",
+    )  # fmt: skip
+    _route(merchant, name)
