@@ -225,10 +225,11 @@ def settle_garbage_collector() -> None:
 
 
 async def run_workers(services: Services, stop: asyncio.Event) -> None:
-    """Runs this process's job workers, scheduler and callback dispatcher until ``stop``, then lets them
-    finish the work in hand within what is left of the grace period (``KASSA_SHUTDOWN_GRACE``), cuts off
-    what is not done by then, and hands back every lease they still hold: another process takes the work
-    at once instead of when the lease would have run out."""
+    """Runs this process's job workers, scheduler, callback dispatcher and the report of its acquirer links
+    until ``stop``, then lets them finish the work in hand within what is left of the grace period
+    (``KASSA_SHUTDOWN_GRACE``), cuts off what is not done by then, and hands back every lease they still
+    hold: another process takes the work at once instead of when the lease would have run out. Its links
+    are signed off last, and their reports deleted."""
     loops: list[Coroutine[Any, Any, None]] = [worker.run(stop) for worker in services.workers]
     for background in (services.scheduler, services.dispatcher, services.reporter):
         if background is not None:
