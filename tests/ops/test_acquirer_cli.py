@@ -9,7 +9,6 @@ from __future__ import annotations
 import getpass
 import json
 import subprocess
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -17,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from kassa.sandbox.acquirer_host import AcquirerHost
-from tests.support.acquirer_host import host_on_a_thread
+from tests.support.acquirer_host import host_on_a_thread, iso_connection, link_until
 from tests.support.databases import run_sql
 from tests.support.gateway import KASSA, Gateway, Merchant, cli_run, new_merchant
 from tests.support.operations import capture, preauth
@@ -228,31 +226,11 @@ def test_an_unknown_endpoint_a_group_and_an_unknown_connection_are_refused_reada
     )
 
 
-def _iso_connection(merchant: Merchant, host: AcquirerHost) -> str:
-    """An ISO 8583 connection to ``host``, the merchant's endpoint routed to it; its name."""
-    name = _name()
-    merchant.gateway.cli(
-        "acquirer", "create", "--name", name, *SETTINGS[4:], "--host", "127.0.0.1", "--port", str(host.port),
-        "--response-timeout", "0.5",
-    )  # fmt: skip
-    merchant.gateway.cli("endpoint", "connections", "--id", str(merchant.endpoint_id), name)
-    return name
-
-
-def _link_until(gateway: Gateway, name: str, condition: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-    """The link ``show`` gives once it meets ``condition``: processes report every few seconds."""
-    deadline = time.monotonic() + 20
-    while not condition(link := gateway.cli("acquirer", "show", "--name", name)["link"]):
-        assert time.monotonic() < deadline, f"the link stayed {link}"
-        time.sleep(0.2)
-    return link
-
-
 def test_after_a_sale_the_link_shows_signed_on_by_the_process_that_opened_it(merchant: Merchant) -> None:
     with host_on_a_thread() as host:
-        name = _iso_connection(merchant, host)
+        name = iso_connection(merchant, host)
         assert merchant.wait_final(merchant.sale("link-1").json()["paynet-order-id"])["status"] == "approved"
-        link = _link_until(merchant.gateway, name, lambda link: link["processes"] == 1)
+        link = link_until(merchant.gateway, name, lambda link: link["processes"] == 1)
         assert (link["state"], link["sockets"], link["signed_on"], link["in_flight"]) == ("signed on", 1, 1, 0)
         assert (link["reversals_pending"], link["advices_pending"], link["last_error"]) == (0, 0, None)
         [view] = link["by_process"]
@@ -263,10 +241,10 @@ def test_after_a_sale_the_link_shows_signed_on_by_the_process_that_opened_it(mer
 
 def test_with_its_host_gone_the_link_shows_down_with_its_last_error(merchant: Merchant) -> None:
     with host_on_a_thread() as host:
-        name = _iso_connection(merchant, host)
+        name = iso_connection(merchant, host)
         assert merchant.wait_final(merchant.sale("link-2").json()["paynet-order-id"])["status"] == "approved"
-        _link_until(merchant.gateway, name, lambda link: link["signed_on"] == 1)
-    link = _link_until(merchant.gateway, name, lambda link: link["state"] == "down")
+        link_until(merchant.gateway, name, lambda link: link["signed_on"] == 1)
+    link = link_until(merchant.gateway, name, lambda link: link["state"] == "down")
     assert (link["processes"], link["sockets"], link["signed_on"]) == (1, 1, 0)
     error = link["last_error"]
     assert error["text"].startswith("socket 0: ") and error["age_seconds"] <= 20
@@ -277,14 +255,14 @@ def test_with_its_host_gone_the_link_shows_down_with_its_last_error(merchant: Me
 def test_unanswered_reversals_and_advices_are_shown_pending(gateway_factory: Callable[..., Gateway]) -> None:
     merchant = new_merchant(gateway_factory(), "link-pending")
     with host_on_a_thread() as host:
-        name = _iso_connection(merchant, host)
+        name = iso_connection(merchant, host)
         order = preauth(merchant, "link-p1", amount="20.00").json()["paynet-order-id"]
         assert merchant.wait_final(order)["status"] == "approved"
         host.silent.add("4111111111111111")  # nothing of this card is answered from now on
         capture(merchant, "link-p1", order, "20.00")  # an advice, repeated until answered
         merchant.sale("link-p2")  # reversed, and its reversal is repeated until answered
-        link = _link_until(merchant.gateway, name, lambda link: link["reversals_pending"] == 1)
-        link = _link_until(merchant.gateway, name, lambda link: link["advices_pending"] == 1)
+        link = link_until(merchant.gateway, name, lambda link: link["reversals_pending"] == 1)
+        link = link_until(merchant.gateway, name, lambda link: link["advices_pending"] == 1)
         assert (link["state"], link["reversals_pending"]) == ("signed on", 1)
 
 
@@ -292,9 +270,9 @@ def test_a_process_that_stops_is_no_longer_counted(gateway_factory: Callable[...
     gateway = gateway_factory()
     merchant = new_merchant(gateway, "link-stop")
     with host_on_a_thread() as host:
-        name = _iso_connection(merchant, host)
+        name = iso_connection(merchant, host)
         assert merchant.wait_final(merchant.sale("link-s1").json()["paynet-order-id"])["status"] == "approved"
-        _link_until(gateway, name, lambda link: link["processes"] == 1)
+        link_until(gateway, name, lambda link: link["processes"] == 1)
         gateway.stop()
         link = gateway.cli("acquirer", "show", "--name", name)["link"]
     assert (link["state"], link["processes"], link["signed_on"]) == ("no process has opened it", 0, 0)
