@@ -43,6 +43,8 @@ def prune(conn: Connection, now_ms: int) -> int:
 def statuses(conn: Connection, connection_ids: Sequence[int], now_ms: int) -> dict[int, LinkStatus]:
     """Each connection's link as operators see it at ``now_ms``: the views written within ``STALE_MS``
     (none: no live process has opened it) and its reversals and advices pending."""
+    if not connection_ids:  # a deployment with the sandbox alone
+        return {}
     views: dict[int, list[ProcessView]] = {connection_id: [] for connection_id in connection_ids}
     query = (
         select(states)
