@@ -6,7 +6,10 @@ import asyncio
 import contextlib
 import gc
 import logging
+import os
+import socket
 import time
+import uuid
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +19,7 @@ from kassa.domain.merchants import Endpoint
 from kassa.domain.recurring import Retries
 from kassa.engine import signals
 from kassa.engine.callbacks import CallbackConfig, CallbackDispatcher
+from kassa.engine.link_reports import LinkReporter
 from kassa.engine.overload import LoadShedder
 from kassa.engine.polling import Consumer
 from kassa.engine.scheduler import Scheduler
@@ -96,6 +100,7 @@ class Services:
     background: list[asyncio.Task[None]] = field(default_factory=list)  # the loops ``run_workers`` started
     stopping_since: float | None = None  # ``time.monotonic()`` when the process was told to stop
     connectors: Connectors | None = None  # the acquirer links this process's workers opened
+    reporter: LinkReporter | None = None  # writes those links' state for operators
 
     @property
     def stopping(self) -> bool:
@@ -144,6 +149,12 @@ class Services:
             self.dispatcher.wake()
 
 
+def process_identity() -> str:
+    """This process as operators find it: its machine and pid, and a random part, since a machine reuses
+    pids (a restarted process is another)."""
+    return f"{socket.gethostname()[:200]}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
 def build_services(settings: Settings, worker_count: int) -> Services:
     if settings.test_clock:  # a process whose clock tests move is a test's: it may also be told to crash
         crashpoints.arm(settings.test_crash_point)
@@ -171,6 +182,7 @@ def build_services(settings: Settings, worker_count: int) -> Services:
         settings, db, vault, directory, KeyRing(db), NonceBook(db), shedder, issuer, workers, None, dispatcher, limits
     )
     services.connectors = connectors
+    services.reporter = LinkReporter(db, connectors.states, process_identity())
     services.scheduler = Scheduler(
         db,
         cutoff=settings.settlement_cutoff,
@@ -213,12 +225,13 @@ def settle_garbage_collector() -> None:
 
 
 async def run_workers(services: Services, stop: asyncio.Event) -> None:
-    """Runs this process's job workers, scheduler and callback dispatcher until ``stop``, then lets them
-    finish the work in hand within what is left of the grace period (``KASSA_SHUTDOWN_GRACE``), cuts off
-    what is not done by then, and hands back every lease they still hold: another process takes the work
-    at once instead of when the lease would have run out."""
+    """Runs this process's job workers, scheduler, callback dispatcher and the report of its acquirer links
+    until ``stop``, then lets them finish the work in hand within what is left of the grace period
+    (``KASSA_SHUTDOWN_GRACE``), cuts off what is not done by then, and hands back every lease they still
+    hold: another process takes the work at once instead of when the lease would have run out. Its links
+    are signed off last, and their reports deleted."""
     loops: list[Coroutine[Any, Any, None]] = [worker.run(stop) for worker in services.workers]
-    for background in (services.scheduler, services.dispatcher):
+    for background in (services.scheduler, services.dispatcher, services.reporter):
         if background is not None:
             loops.append(background.run(stop))
     services.background = [asyncio.create_task(loop) for loop in loops]
@@ -239,6 +252,8 @@ async def run_workers(services: Services, stop: asyncio.Event) -> None:
     await _hand_back(services)
     if services.connectors is not None:  # signed off once nothing more is sent
         await services.connectors.close()
+    if services.reporter is not None:  # and then no longer reported
+        await services.reporter.forget()
 
 
 async def _hand_back(services: Services) -> None:

@@ -9,6 +9,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.responses import HTMLResponse
 
 from kassa.clock import date_time_text
+from kassa.domain.link_status import ago
 from kassa.domain.money import currency, format_amount
 
 _ENV = Environment(
@@ -18,6 +19,7 @@ _ENV = Environment(
     lstrip_blocks=True,
 )
 _ENV.filters["when"] = lambda ms: "" if ms is None else date_time_text(ms).replace("T", " ").removesuffix("Z")
+_ENV.filters["ago"] = ago  # milliseconds past: ``{{ (now - at_ms)|ago }}``
 _ENV.filters["money"] = lambda minor, code: format_amount(minor, currency(code))
 
 HEADERS = {

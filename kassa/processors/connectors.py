@@ -205,6 +205,10 @@ class Connectors:
         """The state of each link this process has opened, by connection name, for operators."""
         return {iso.name: iso.link.state() for iso in self._links.values()}
 
+    def states(self) -> dict[int, LinkState]:
+        """The same by connection id, for the views this process reports (``engine.link_reports``)."""
+        return {iso.connection_id: iso.link.state() for iso in self._links.values()}
+
     async def stranded(self) -> list[int]:
         """The live endpoints none of whose ISO 8583 connections has a socket signed on, among the links this
         process opened: their payments end ``error`` 907 (for readiness, ``/readyz``)."""

@@ -12,11 +12,13 @@ two processes of a deployment use one number while the other's message may be ou
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 
 from sqlalchemy import Connection, bindparam, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
+from kassa.domain.transactions import Flow, TxType, rule
 from kassa.storage.prepared import Prepared, Record, Row
 from kassa.storage.tables import acquirer_connections, acquirer_messages, acquirer_stans, transactions
 
@@ -123,6 +125,31 @@ def pending(conn: Connection) -> dict[str, int]:
         .group_by(acquirer_connections.c.name)
     )
     return {name: int(count) for name, count in conn.execute(query).all()}
+
+
+# Unanswered, these are repeated until answered (``processors.iso8583.connector``); any other message is
+# reversed, and stays pending until its reversal is answered.
+_ADVICE_FLOWS = frozenset({Flow.CAPTURE, Flow.REVERSE})
+
+
+def pending_of(conn: Connection, connection_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
+    """By connection id, the reversals and the advices not answered yet, along ``ix_acquirer_messages_state``."""
+    c = acquirer_messages.c
+    query = (
+        select(c.connection_id, transactions.c.tx_type, func.count())
+        .join(transactions, transactions.c.id == c.transaction_id)
+        .where(c.state == State.UNANSWERED.value, c.connection_id.in_(connection_ids))
+        .group_by(c.connection_id, transactions.c.tx_type)
+    )
+    found: dict[int, tuple[int, int]] = {}
+    for connection_id, tx_type, count in conn.execute(query).all():
+        reversals, advices = found.get(connection_id, (0, 0))
+        if rule(TxType(tx_type)).flow in _ADVICE_FLOWS:
+            advices += int(count)
+        else:
+            reversals += int(count)
+        found[connection_id] = (reversals, advices)
+    return found
 
 
 _RESERVE = Prepared(

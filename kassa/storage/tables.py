@@ -634,3 +634,20 @@ acquirer_stans = Table(
     Column("connection_id", ForeignKey("acquirer_connections.id"), primary_key=True),
     Column("next", BigInteger, nullable=False),
 )
+
+# Each gateway process's view of each ISO 8583 link it opened (``domain/link_status.py``), rewritten every
+# few seconds by the process (``engine/link_reports.py``) and deleted when it stops; a row not rewritten
+# for ``STALE_MS`` is a process that died, and readers leave it out. ``process`` names the process
+# (``runtime.process_identity``: its machine, pid and a random part). ``storage/link_states.py``.
+acquirer_link_states = Table(
+    "acquirer_link_states",
+    metadata,
+    Column("connection_id", ForeignKey("acquirer_connections.id"), primary_key=True),
+    Column("process", String(255), primary_key=True),
+    Column("sockets", Integer, nullable=False),  # configured
+    Column("signed_on", Integer, nullable=False),
+    Column("in_flight", Integer, nullable=False),
+    Column("last_error", String(300)),  # which socket and why, never a message's content
+    Column("last_error_at_ms", BigInteger),
+    Column("updated_at_ms", BigInteger, nullable=False),
+)

@@ -1,6 +1,8 @@
 """Acquirer connections in the console: admins create, change, disable and enable them and set an
 endpoint's connections in order, as ``kassa acquirer`` and ``kassa endpoint connections`` then show; bad
-settings are refused naming the field; the secret is never shown back; a viewer reads and changes nothing."""
+settings are refused naming the field; the secret is never shown back; a viewer reads and changes nothing.
+The pages show each ISO 8583 connection's link as the gateway processes that opened it report it, read
+from the database: a console that opened no link shows it, and stops counting a process that died."""
 
 from __future__ import annotations
 
@@ -9,9 +11,12 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from tests.support.console import ConsoleClient
+from kassa.domain.link_status import STALE_MS
+from kassa.sandbox.acquirer_host import AcquirerHost
+from tests.support.acquirer_host import host_on_a_thread, iso_connection, link_until
+from tests.support.console import ConsoleClient, new_operator
 from tests.support.databases import run_sql
-from tests.support.gateway import Gateway, Merchant
+from tests.support.gateway import Gateway, Merchant, new_merchant
 
 SECRET = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIconsolesecret\n-----END PRIVATE KEY-----"
 
@@ -209,3 +214,46 @@ def test_an_unknown_connection_has_no_page(console_as: Callable[[str], ConsoleCl
     admin = console_as("admin")
     assert admin.get("/acquirers/nowhere").status_code == 404
     assert admin.post("/acquirers/nowhere/disable", {}).status_code == 404
+
+
+def _signed_on_by_one_process(merchant: Merchant, host: AcquirerHost, client_orderid: str) -> str:
+    """A connection of the merchant's endpoint to ``host``, opened by a sale and reported; its name."""
+    name = iso_connection(merchant, host)
+    assert merchant.wait_final(merchant.sale(client_orderid).json()["paynet-order-id"])["status"] == "approved"
+    link_until(merchant.gateway, name, lambda link: link["signed_on"] == 1)
+    return name
+
+
+def test_a_connections_pages_show_its_link_as_the_processes_that_opened_it_report_it(
+    console_as: Callable[[str], ConsoleClient], merchant: Merchant
+) -> None:
+    viewer = console_as("viewer")
+    with host_on_a_thread() as host:
+        name = _signed_on_by_one_process(merchant, host, "console-link-1")
+        page = viewer.get(f"/acquirers/{name}").text
+        assert "signed on, 1 process reporting" in page and "<dd>1 of 1</dd>" in page
+        assert "<dt>Reversals pending</dt><dd>0</dd>" in page and "<dt>Advices pending</dt><dd>0</dd>" in page
+        listed = viewer.get("/acquirers").text
+        assert f"{name}</a>" in listed and "signed on (1 of 1 sockets)" in listed
+    never = _name()
+    merchant.gateway.cli("acquirer", "create", "--name", never, "--host", "acquirer.example", "--port", "5000",
+                         "--acquiring-institution-id", "1", "--terminal-id", "T1", "--card-acceptor-id", "S1",
+                         "--mcc", "5999")  # fmt: skip
+    assert "no process has opened it" in viewer.get(f"/acquirers/{never}").text
+
+
+def test_a_process_that_died_is_no_longer_counted_once_its_report_is_stale(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    serving = gateway_factory()
+    merchant = new_merchant(serving, "console-link-dead")
+    with host_on_a_thread() as host:
+        name = _signed_on_by_one_process(merchant, host, "console-link-2")
+        serving.kill()  # no sign-off, no report taken away
+    console = gateway_factory(KASSA_TEST_CLOCK="1")  # a console of another process, on a clock the test moves
+    viewer = ConsoleClient(console)
+    assert viewer.sign_in(new_operator(console, "viewer")).status_code == 303
+    assert "signed on, 1 process reporting" in viewer.get(f"/acquirers/{name}").text
+    console.advance(STALE_MS / 1000)
+    page = viewer.get(f"/acquirers/{name}").text
+    assert "no process has opened it" in page and "process reporting" not in page

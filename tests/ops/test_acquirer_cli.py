@@ -1,6 +1,8 @@
 """``kassa acquirer`` and ``kassa endpoint connections``, run as operators run them against a gateway's
 database: connections are created, changed, shown and disabled, a secret goes in from a file or standard
-input and never comes out, every change is in the audit log, and an endpoint's route keeps the rules."""
+input and never comes out, every change is in the audit log, and an endpoint's route keeps the rules.
+``show`` tells an ISO 8583 connection's link as the gateway processes that opened it report it (signed on,
+down with its last error, gone with the process that stopped) and its reversals and advices pending."""
 
 from __future__ import annotations
 
@@ -8,13 +10,16 @@ import getpass
 import json
 import subprocess
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.acquirer_host import host_on_a_thread, iso_connection, link_until
 from tests.support.databases import run_sql
 from tests.support.gateway import KASSA, Gateway, Merchant, cli_run, new_merchant
+from tests.support.operations import capture, preauth
 
 SETTINGS = ("--host", "acquirer.example", "--port", "5000", "--acquiring-institution-id", "123456",
             "--terminal-id", "TERM0001", "--card-acceptor-id", "SHOP00000000001", "--mcc", "5999")  # fmt: skip
@@ -71,9 +76,13 @@ def test_a_created_connection_is_listed_and_shown_with_its_settings_and_defaults
     assert listed[name] == created
     assert listed["sandbox"]["kind"] == "sandbox" and "host" not in listed["sandbox"]
     shown = shared_gateway.cli("acquirer", "show", "--name", name)
+    link = shown.pop("link")
     assert shown == {**created, "endpoints": [], "problems": {}}
+    assert (link["state"], link["processes"], link["by_process"]) == ("no process has opened it", 0, [])
     human = cli_run(shared_gateway, "acquirer", "show", "--name", name).stdout
     assert "terminal id (field 41): 'TERM0001'" in human and "secret: none" in human
+    assert "link: no process has opened it" in human and "reversals pending: 0, advices pending: 0" in human
+    assert shared_gateway.cli("acquirer", "show", "--name", "sandbox")["link"] is None
 
 
 def test_the_secret_is_read_from_standard_input_or_a_file_and_never_shown(
@@ -250,3 +259,55 @@ def test_an_unknown_endpoint_a_group_and_an_unknown_connection_are_refused_reada
     assert "no acquirer connection named 'nowhere'" in _refusal(
         shared_gateway, "endpoint", "connections", "--id", str(merchant.endpoint_id), "nowhere"
     )
+
+
+def test_after_a_sale_the_link_shows_signed_on_by_the_process_that_opened_it(merchant: Merchant) -> None:
+    with host_on_a_thread() as host:
+        name = iso_connection(merchant, host)
+        assert merchant.wait_final(merchant.sale("link-1").json()["paynet-order-id"])["status"] == "approved"
+        link = link_until(merchant.gateway, name, lambda link: link["processes"] == 1)
+        assert (link["state"], link["sockets"], link["signed_on"], link["in_flight"]) == ("signed on", 1, 1, 0)
+        assert (link["reversals_pending"], link["advices_pending"], link["last_error"]) == (0, 0, None)
+        [view] = link["by_process"]
+        assert view["reported_seconds_ago"] <= 15 and view["process"].count(":") == 2
+        human = cli_run(merchant.gateway, "acquirer", "show", "--name", name).stdout
+        assert "link: signed on, 1 process reporting" in human and "sockets signed on: 1 of 1" in human
+
+
+def test_with_its_host_gone_the_link_shows_down_with_its_last_error(merchant: Merchant) -> None:
+    with host_on_a_thread() as host:
+        name = iso_connection(merchant, host)
+        assert merchant.wait_final(merchant.sale("link-2").json()["paynet-order-id"])["status"] == "approved"
+        link_until(merchant.gateway, name, lambda link: link["signed_on"] == 1)
+    link = link_until(merchant.gateway, name, lambda link: link["state"] == "down")
+    assert (link["processes"], link["sockets"], link["signed_on"]) == (1, 1, 0)
+    error = link["last_error"]
+    assert error["text"].startswith("socket 0: ") and error["age_seconds"] <= 20
+    human = cli_run(merchant.gateway, "acquirer", "show", "--name", name).stdout
+    assert "link: down, 1 process reporting" in human and "last error: socket 0: " in human  # closed, or refused
+
+
+def test_unanswered_reversals_and_advices_are_shown_pending(gateway_factory: Callable[..., Gateway]) -> None:
+    merchant = new_merchant(gateway_factory(), "link-pending")
+    with host_on_a_thread() as host:
+        name = iso_connection(merchant, host)
+        order = preauth(merchant, "link-p1", amount="20.00").json()["paynet-order-id"]
+        assert merchant.wait_final(order)["status"] == "approved"
+        host.silent.add("4111111111111111")  # nothing of this card is answered from now on
+        capture(merchant, "link-p1", order, "20.00")  # an advice, repeated until answered
+        merchant.sale("link-p2")  # reversed, and its reversal is repeated until answered
+        link = link_until(merchant.gateway, name, lambda link: link["reversals_pending"] == 1)
+        link = link_until(merchant.gateway, name, lambda link: link["advices_pending"] == 1)
+        assert (link["state"], link["reversals_pending"]) == ("signed on", 1)
+
+
+def test_a_process_that_stops_is_no_longer_counted(gateway_factory: Callable[..., Gateway]) -> None:
+    gateway = gateway_factory()
+    merchant = new_merchant(gateway, "link-stop")
+    with host_on_a_thread() as host:
+        name = iso_connection(merchant, host)
+        assert merchant.wait_final(merchant.sale("link-s1").json()["paynet-order-id"])["status"] == "approved"
+        link_until(gateway, name, lambda link: link["processes"] == 1)
+        gateway.stop()
+        link = gateway.cli("acquirer", "show", "--name", name)["link"]
+    assert (link["state"], link["processes"], link["signed_on"]) == ("no process has opened it", 0, 0)

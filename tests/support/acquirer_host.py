@@ -1,14 +1,19 @@
 """The acquirer host simulator run on a thread of its own, for tests whose gateway runs in another process:
-its switches are set from the test's thread (attributes read by the host's loop as each message comes)."""
+its switches are set from the test's thread (attributes read by the host's loop as each message comes).
+And a connection to it, with its link as operators read it."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
+import time
+import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from kassa.sandbox.acquirer_host import AcquirerHost
+from tests.support.gateway import Gateway, Merchant
 
 
 @contextmanager
@@ -33,3 +38,27 @@ def host_on_a_thread(**switches: object) -> Iterator[AcquirerHost]:
         loop.call_soon_threadsafe(stop.set)
         thread.join(10)
         loop.close()
+
+
+def iso_connection(merchant: Merchant, host: AcquirerHost) -> str:
+    """An ISO 8583 connection to ``host`` (a response timeout of 0.5 s), the merchant's endpoint routed to
+    it; its name."""
+    name = f"acq-{uuid.uuid4().hex[:10]}"
+    merchant.gateway.cli(
+        "acquirer", "create", "--name", name, "--host", "127.0.0.1", "--port", str(host.port),
+        "--acquiring-institution-id", "123456", "--terminal-id", "TERM0001", "--card-acceptor-id", "SHOP00000000001",
+        "--mcc", "5999", "--response-timeout", "0.5",
+    )  # fmt: skip
+    merchant.gateway.cli("endpoint", "connections", "--id", str(merchant.endpoint_id), name)
+    return name
+
+
+def link_until(gateway: Gateway, name: str, condition: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    """The connection's link as ``kassa acquirer show`` gives it, once it meets ``condition``: the processes
+    that opened it report every few seconds."""
+    deadline = time.monotonic() + 20
+    while not condition(link := gateway.cli("acquirer", "show", "--name", name)["link"]):
+        assert time.monotonic() < deadline, f"the link stayed {link}"
+        time.sleep(0.2)
+    found: dict[str, Any] = link
+    return found

@@ -26,10 +26,12 @@ from kassa.domain.acquirers import (
     secret_problem,
 )
 from kassa.domain.acquirers import Connection as AcquirerConnection
+from kassa.domain.link_status import STALE_MS, LinkStatus
 from kassa.domain.operators import Action
 from kassa.processors.iso8583.dialect import DialectError
 from kassa.processors.iso8583.dialect import load as load_dialect
 from kassa.storage import acquirers as acquirer_store
+from kassa.storage import link_states
 from kassa.storage import merchants as merchant_store
 
 _TEXT_SETTINGS = tuple(name for name in LABELS if name != "tls")
@@ -47,13 +49,20 @@ async def connection_list(console: Console, visit: Visit) -> Response:
 
 
 async def _list(console: Console, visit: Visit, status: int = 200, **shown: Any) -> Response:
-    found = await console.read(acquirer_store.listing)
-    context = {"section": "acquirers", "connections": found, "problem": None, "new": _NEW, **_choices(), **shown}
-    return visit.page_of("acquirers.html", context, status)
+    now = now_ms()
+
+    def load(conn: Connection) -> tuple[list[AcquirerConnection], dict[int, LinkStatus]]:
+        found = acquirer_store.listing(conn)
+        links = [c.id for c in found if c.kind is Kind.ISO8583]
+        return found, link_states.statuses(conn, links, now)
+
+    found, links = await console.read(load)
+    context = {"section": "acquirers", "connections": found, "links": links, "problem": None, "new": _NEW}
+    return visit.page_of("acquirers.html", {**context, **_choices(), **shown}, status)
 
 
 def _choices() -> dict[str, Any]:
-    return {"kinds": [k.value for k in Kind], "labels": LABELS, "max_sockets": MAX_SOCKETS}
+    return {"kinds": [k.value for k in Kind], "labels": LABELS, "max_sockets": MAX_SOCKETS, "stale_ms": STALE_MS}
 
 
 def _settings(form: dict[str, str]) -> dict[str, str | bool]:
@@ -130,13 +139,16 @@ async def connection_page(console: Console, visit: Visit) -> Response:
 
 
 async def _detail(console: Console, visit: Visit, name: str, status: int = 200, **shown: Any) -> Response:
-    def load(conn: Connection) -> tuple[AcquirerConnection, list[Any], dict[int, str]]:
+    now = now_ms()
+
+    def load(conn: Connection) -> tuple[AcquirerConnection, list[Any], dict[int, str], LinkStatus | None]:
         found = acquirer_store.by_name(conn, name)
         using = acquirer_store.endpoints_using(conn, found.id)
-        return found, using, acquirer_store.route_problems(conn, found.id)
+        link = link_states.status(conn, found.id, now) if found.kind is Kind.ISO8583 else None
+        return found, using, acquirer_store.route_problems(conn, found.id), link
 
     try:
-        connection, using, problems = await console.read(load)
+        connection, using, problems, link = await console.read(load)
     except merchant_store.NotFound as missing:
         return visit.page("refused.html", 404, reason=f"Not found: {missing}.")
     context = {
@@ -144,6 +156,8 @@ async def _detail(console: Console, visit: Visit, name: str, status: int = 200, 
         "connection": connection,
         "using": using,
         "route_problems": problems,
+        "link_status": link,
+        "now": now,
         "form": _form_of(connection.link),
         "problem": None,
         **_choices(),

@@ -22,12 +22,13 @@ from kassa.domain.acquirers import (
     secret_problem,
 )
 from kassa.domain.acquirers import Connection as AcquirerConnection
+from kassa.domain.link_status import LinkStatus
 from kassa.domain.operators import Action
 from kassa.ops.cli.common import cli_actor, emit, json_option, read, vault, write
 from kassa.processors.iso8583.dialect import DialectError
 from kassa.processors.iso8583.dialect import load as load_dialect
 from kassa.storage import acquirers as acquirer_store
-from kassa.storage import audit_log
+from kassa.storage import audit_log, link_states
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -197,16 +198,21 @@ def acquirer_list(as_json: bool) -> None:
 @json_option
 def acquirer_show(name: str, as_json: bool) -> None:
     """One connection's settings, whether a secret is set (never the secret), the endpoints that list it
-    and those whose list the rules refuse."""
+    and those whose list the rules refuse; for an ISO 8583 connection, its link as the gateway processes
+    that opened it last reported it (within 30 s), and its reversals and advices not answered yet."""
+    now = now_ms()
 
-    def load(conn: Connection) -> tuple[AcquirerConnection, list[int], dict[int, str]]:
+    def load(conn: Connection) -> tuple[AcquirerConnection, list[int], dict[int, str], LinkStatus | None]:
         found = acquirer_store.by_name(conn, name)
         using = [endpoint_id for endpoint_id, _ in acquirer_store.endpoints_using(conn, found.id)]
-        return found, using, acquirer_store.route_problems(conn, found.id)
+        link = link_states.status(conn, found.id, now) if found.kind is Kind.ISO8583 else None
+        return found, using, acquirer_store.route_problems(conn, found.id), link
 
-    found, using, problems = read(load)
-    lines = [*_lines(found), f"endpoints: {', '.join(map(str, using)) or 'none'}", *_problem_lines(problems)]
-    emit(as_json, {**_dict(found), "endpoints": using, "problems": _problem_dict(problems)}, lines)
+    found, using, problems, link = read(load)
+    lines = [*_lines(found), *(link.lines(now) if link else [])]
+    lines += [f"endpoints: {', '.join(map(str, using)) or 'none'}", *_problem_lines(problems)]
+    shown = {**_dict(found), "link": link.as_dict(now) if link else None}
+    emit(as_json, {**shown, "endpoints": using, "problems": _problem_dict(problems)}, lines)
 
 
 def _problem_lines(problems: dict[int, str]) -> list[str]:

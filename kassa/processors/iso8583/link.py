@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Protocol
 
+from kassa.clock import now_ms
 from kassa.processors.iso8583 import dialect as iso
 from kassa.processors.iso8583 import framing
 from kassa.processors.iso8583.dialect import Dialect, Fields, Kind, MessageError
@@ -64,7 +65,8 @@ class LinkState:
     signed_on: int
     in_flight: int  # messages sent and not answered yet, network messages included
     sign_ons: int  # since the link started: more than the sockets means reconnections
-    last_error: str | None
+    last_error: str | None  # which socket and why, never a message's content
+    last_error_at_ms: int | None  # on ``kassa.clock``, as operators' readers compare it
     last_sign_on: datetime | None
 
 
@@ -122,7 +124,7 @@ class Link:
         self._timed_out: OrderedDict[_Key, None] = OrderedDict()
         self._turn = 0
         self._closing = False
-        self._last_error: str | None = None
+        self._last_error: tuple[str, int] | None = None  # the text and when, epoch ms
         self._last_sign_on: datetime | None = None
         self._change = asyncio.Event()
 
@@ -170,7 +172,8 @@ class Link:
             signed_on=sum(socket.ready for socket in self._sockets),
             in_flight=len(self._waiting),
             sign_ons=sum(socket.sign_ons for socket in self._sockets),
-            last_error=self._last_error,
+            last_error=None if self._last_error is None else self._last_error[0],
+            last_error_at_ms=None if self._last_error is None else self._last_error[1],
             last_sign_on=self._last_sign_on,
         )
 
@@ -194,10 +197,10 @@ class Link:
             try:
                 await self._session(socket)
             except (OSError, TimeoutError, framing.FramingError, _Broken) as problem:
-                self._failed(socket, problem)
+                self._failed(socket, str(problem) or type(problem).__name__)  # a timeout's text is empty
             except Exception as problem:  # a fault of ours: the socket is opened again all the same
                 log.exception("acquirer link %s:%d socket %d failed", *self._address, socket.number)
-                self._failed(socket, problem)
+                self._failed(socket, type(problem).__name__)  # its text might quote what it was handling
             if socket.sign_ons != sign_ons:  # it had signed on: a new failure, not one more in a row
                 delay = first
             await asyncio.sleep(delay)
@@ -309,9 +312,8 @@ class Link:
                 "acquirer link: an answer to no request ignored", extra={"fields": iso.masked(self.dialect, fields)}
             )
 
-    def _failed(self, socket: _Socket, error: Exception) -> None:
+    def _failed(self, socket: _Socket, problem: str) -> None:
         host, port = self._address
-        problem = str(error) or type(error).__name__  # a timeout's text is empty
-        self._last_error = f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} socket {socket.number}: {problem}"
+        self._last_error = (f"socket {socket.number}: {problem}", now_ms())
         self._changed()
         log.warning("acquirer link %s:%d socket %d closed: %s", host, port, socket.number, problem)
