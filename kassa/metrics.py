@@ -10,6 +10,7 @@ database knows (queues, pending callbacks) is read at scrape time by ``kassa.ops
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Final
 
@@ -130,9 +131,14 @@ def outcome(status: str, decline_code: str | None) -> None:
 
 
 def acquirer_message(connection: str, mti: str, response_code: str | None, seconds: float) -> None:
-    ACQUIRER_MESSAGES.labels(connection, mti, response_code or "none").inc()
+    _acquirer_messages(connection, mti, response_code or "none").inc()
     if response_code is not None:
-        ACQUIRER_ANSWER_SECONDS.labels(connection).observe(seconds)
+        _acquirer_answer_seconds(connection).observe(seconds)
+
+
+# A labelled child found once per label values: ``labels()`` checks and locks on every call, on every message.
+_acquirer_messages = functools.lru_cache(maxsize=4096)(ACQUIRER_MESSAGES.labels)
+_acquirer_answer_seconds = functools.lru_cache(maxsize=256)(ACQUIRER_ANSWER_SECONDS.labels)
 
 
 def refused(reason: str) -> None:

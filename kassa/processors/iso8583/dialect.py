@@ -7,6 +7,7 @@ every value a string as it goes on the wire. Errors never quote a field's value:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import tomllib
@@ -115,6 +116,19 @@ class Dialect:
     responses: Mapping[str, Response]
     otherwise: Response
     sensitive: Sensitive
+    # Each fixed-length field the dialect pads: (its length, the padding character, whether on the left);
+    # looked up once a field, as every message's fields are padded.
+    fixed: Mapping[str, tuple[int, str, bool]] = dataclasses.field(init=False)
+    digits: frozenset[str] = dataclasses.field(init=False)  # the fields that must be digits, the MTI among them
+
+    def __post_init__(self) -> None:
+        fixed = {
+            name: (int(self.spec[name]["max_len"]), char, side == "left")
+            for name, (side, char) in self.padding.items()
+            if name in self.spec and self.spec[name]["len_type"] == 0
+        }
+        object.__setattr__(self, "fixed", fixed)
+        object.__setattr__(self, "digits", self.numeric | {"t"})
 
     def tag(self, meaning: str) -> str:
         """The field 48 tag holding ``meaning`` (``cvv2``, ``eci``, ...)."""
@@ -195,7 +209,11 @@ def _response(meaning: dict[str, str]) -> Response:
 def encode(dialect: Dialect, fields: Mapping[str, str]) -> bytes:
     """The message as bytes (without the framing length). Fixed-length fields the dialect pads may be
     given shorter; the bitmaps are computed."""
-    message = {field: _padded(dialect, field, value) for field, value in fields.items() if field not in _BITMAPS}
+    message = {name: value for name, value in fields.items() if name not in _BITMAPS}
+    for name, (width, char, left) in dialect.fixed.items():
+        value = message.get(name)
+        if value is not None and len(value) < width:
+            message[name] = value.rjust(width, char) if left else value.ljust(width, char)
     _check_digits(dialect, message)
     try:
         raw, _ = iso8583.encode(message, dialect.spec)
@@ -221,22 +239,23 @@ def decode(dialect: Dialect, data: bytes) -> Fields:
 
 def padded(dialect: Dialect, fields: Mapping[str, str]) -> Fields:
     """``fields`` as ``encode`` sends them and ``decode`` reads them back: fixed-length fields padded."""
-    return {field: _padded(dialect, field, value) for field, value in fields.items()}
+    return {field: padded_value(dialect, field, value) for field, value in fields.items()}
 
 
-def _padded(dialect: Dialect, field: str, value: str) -> str:
-    padding = dialect.padding.get(field)
-    spec = dialect.spec.get(field)
-    if padding is None or spec is None or spec["len_type"] != 0:
+def padded_value(dialect: Dialect, name: str, value: str) -> str:
+    """``value`` of field ``name`` as it goes on the wire: a fixed-length field the dialect pads, padded."""
+    fixed = dialect.fixed.get(name)
+    if fixed is None or len(value) >= fixed[0]:
         return value
-    side, char = padding
-    return value.rjust(spec["max_len"], char) if side == "left" else value.ljust(spec["max_len"], char)
+    width, char, left = fixed
+    return value.rjust(width, char) if left else value.ljust(width, char)
 
 
 def _check_digits(dialect: Dialect, fields: Mapping[str, str]) -> None:
-    for field in ("t", *dialect.numeric):
-        if field in fields and not _DIGITS.fullmatch(fields[field]):
-            raise MessageError(f"field {field} must be digits")
+    digits = dialect.digits
+    for name, value in fields.items():
+        if name in digits and value and not (value.isascii() and value.isdigit()):
+            raise MessageError(f"field {name} must be digits")
 
 
 def answer_mti(mti: str) -> str:

@@ -258,8 +258,8 @@ class Link:
 
     async def _ask(self, socket: _Socket, data: bytes, fields: Mapping[str, str]) -> Fields | None:
         """Sends ``data``, the encoded ``fields``, on ``socket`` and waits for the answer on any socket."""
-        sent = iso.padded(self.dialect, fields)  # as the host reads it: padded as the answer echoes it
-        key = (iso.answer_mti(sent["t"]), sent.get("11"), sent.get("41"))
+        # Matched as the host reads them: padded as the answer echoes them.
+        key = (iso.answer_mti(fields["t"]), self._as_sent("11", fields), self._as_sent("41", fields))
         if key in self._waiting:
             raise MessageError(f"a message of STAN {key[1]} is in flight already")
         if socket.writer is None:
@@ -275,6 +275,7 @@ class Link:
                     log.info("acquirer link socket %d: sending failed: %s", socket.number, problem)
                 socket.last_traffic = asyncio.get_running_loop().time()
                 if log.isEnabledFor(logging.DEBUG):  # masking costs more than the rest of a send
+                    sent = iso.padded(self.dialect, fields)
                     log.debug("acquirer link: sent", extra={"fields": iso.masked(self.dialect, sent)})
                 return await future
         except TimeoutError:
@@ -285,6 +286,10 @@ class Link:
         finally:
             del self._waiting[key]
             self._changed()
+
+    def _as_sent(self, name: str, fields: Mapping[str, str]) -> str | None:
+        value = fields.get(name)
+        return None if value is None else iso.padded_value(self.dialect, name, value)
 
     async def _read(self, socket: _Socket, reader: asyncio.StreamReader) -> None:
         """Hands each answer arriving on ``socket`` to its request's waiter; returns when the host closes."""

@@ -18,6 +18,7 @@ Choices the contract leaves open, in the reference dialect:
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -295,8 +296,8 @@ def _times(now: datetime) -> Fields:
     """Fields 7 (transmission, UTC), 12 and 13 (the gateway's time, UTC too)."""
     if now.tzinfo is None:
         raise ValueError("message times are aware datetimes")
-    utc = now.astimezone(UTC)
-    return {"7": utc.strftime("%m%d%H%M%S"), "12": utc.strftime("%H%M%S"), "13": utc.strftime("%m%d")}
+    moment = now.astimezone(UTC).strftime("%m%d%H%M%S")
+    return {"7": moment, "12": moment[4:], "13": moment[:4]}
 
 
 def _stan(stan: str) -> str:
@@ -309,6 +310,7 @@ def _terminal_id(terminal: Terminal) -> str:
     return terminal.terminal_id.ljust(8)
 
 
+@functools.lru_cache(maxsize=1024)  # an endpoint's descriptor, on each of its payments
 def _descriptor(descriptor: str) -> str:
     """Field 43: the descriptor in printable ASCII (accents dropped, anything else a space), cut or padded to 40."""
     plain = unicodedata.normalize("NFKD", descriptor).encode("ascii", "ignore").decode()
