@@ -1,18 +1,19 @@
 """What the ISO 8583 connector costs a sale (issue 31): authorizations through an ``IsoProcessor`` to the
-acquirer host simulator over TCP, against the same authorizations through the built-in sandbox.
+acquirer host simulator over TCP, through the endpoint's route as a worker sends them, against the same
+authorizations through the built-in sandbox.
 
 The simulator runs in its own process (``kassa acquirer-sim --port 0``), on core 1 when there are two; the
 measuring process, on core 0, is a gateway's as ``kassa serve`` runs it (uvloop, a deployment's log at
-KASSA_LOG_LEVEL to a file, a fresh SQLite database migrated): an ISO 8583 connection to the simulator, its
-connector opened as ``processors.connectors`` opens it (a ``Link`` signed on, ``DatabaseStans``), then SALES
+KASSA_LOG_LEVEL to a file, a fresh SQLite database migrated): an ISO 8583 connection to the simulator, the
+bench endpoint routed to it and its route taken from ``processors.connectors`` (its ``Link`` signed on,
+``DatabaseStans``, the ``Route`` that reads a transaction's messages before it sends), then SALES
 authorizations (card 4111 1111 1111 1111, CVV2 123: approved), 50 at a time, with the process's CPU time
 (every thread: the event loop, SQLite's writer) taken per sale and the wall rate; then the same through the
 ``SandboxProcessor``. The difference is what the connector adds: its messages recorded (a write before and
 after each), its reads, encoding and decoding, the socket. Neither the engine nor the API takes part.
 
-Each message belongs to one of SEEDED sales accepted through the ASGI app first (a message names its
-transaction), taken in turn: a transaction whose last message was answered is sent anew, as a cascade's or
-a retried job's would be, with the same reads and writes as a first one.
+Each message belongs to a sale accepted through the ASGI app first (a message names its transaction), one
+sale a message: a route sends a transaction once to each connection.
 
 Run: ``python -m bench.connector [--sales N] [--rounds R] [--sockets S] [--profile SORT]``: the least of R
 rounds; ``--profile`` runs one more ISO 8583 round under cProfile (the event loop's thread only)."""
@@ -23,6 +24,7 @@ import argparse
 import asyncio
 import contextlib
 import cProfile
+import itertools
 import os
 import pstats
 import subprocess
@@ -43,7 +45,6 @@ from bench.server import KASSA, pinned
 from bench.stages import SUMMARY
 
 CONCURRENCY = 50
-SEEDED = 1000  # more than CONCURRENCY many times over: no transaction has two messages out at once
 TARGET_US = 150.0  # issue 31: the connector's added CPU per sale
 WARMUP = 500
 _LISTENING = "acquirer host listening on "
@@ -92,9 +93,9 @@ def simulator(core: int | None) -> Iterator[tuple[int, int]]:
         process.wait(timeout=10)
 
 
-async def _run(processor: Any, requests: Sequence[Any], count: int, stages: Counter[str]) -> tuple[float, float, float]:
-    """``count`` requests, CONCURRENCY at a time; CPU seconds (the process's, the event loop's thread's) and
-    wall seconds."""
+async def _run(processor: Any, requests: Iterator[Any], count: int, stages: Counter[str]) -> tuple[float, float, float]:
+    """The next ``count`` requests, CONCURRENCY at a time; CPU seconds (the process's, the event loop's
+    thread's) and wall seconds."""
     gate = asyncio.Semaphore(CONCURRENCY)
 
     async def one(request: Any) -> None:
@@ -102,13 +103,13 @@ async def _run(processor: Any, requests: Sequence[Any], count: int, stages: Coun
             stages[(await processor.process(request)).stage.value] += 1
 
     cpu, loop, wall = time.process_time(), time.thread_time(), time.perf_counter()
-    await asyncio.gather(*(one(requests[n % len(requests)]) for n in range(count)))
+    await asyncio.gather(*(one(next(requests)) for _ in range(count)))
     return time.process_time() - cpu, time.thread_time() - loop, time.perf_counter() - wall
 
 
-async def _seeded_requests(services: Any) -> list[Any]:
-    """SEEDED sales accepted through the ASGI app (no worker: they stay queued); an approving authorization
-    of each."""
+async def _seeded_requests(services: Any, count: int) -> tuple[int, list[Any]]:
+    """``count`` sales accepted through the ASGI app (no worker: they stay queued); their endpoint, and an
+    approving authorization of each."""
     from sqlalchemy import select
 
     from kassa.processors.interface import Authorize, Card, Initiator
@@ -116,32 +117,40 @@ async def _seeded_requests(services: Any) -> list[Any]:
 
     keys, call = bench_merchant(services)
     path = f"{services.settings.prefix}/api/v2/sale/{keys.endpoint_id}"
-    for n in range(SEEDED):
+    for n in range(count):
         await call(path, sale_body(keys, f"seed-{n}").encode())
     t = transactions.c
     query = select(t.order_id, t.serial_number, t.amount, t.currency).order_by(t.id)
     rows = await services.db.read(lambda conn: conn.execute(query).all())
     card = Card("4111111111111111", 12, 2035, "Bench Holder", cvv="123")
-    return [
+    return keys.endpoint_id, [
         Authorize(order_id, serial, amount, currency, "BENCH", card, capture=True, initiator=Initiator.CARDHOLDER)
         for order_id, serial, amount, currency in rows
     ]
 
 
-async def _iso_processor(services: Any, port: int, sockets: int) -> Any:
+async def _routed(services: Any, endpoint_id: int, port: int, sockets: int) -> tuple[Any, Any]:
+    """The endpoint routed to an ISO 8583 connection to the simulator: the connectors, and the endpoint's
+    route as a worker finds it (a ``Route``: not the sandbox's shortcut)."""
     from kassa.clock import now_ms
     from kassa.domain.acquirers import LinkSettings
-    from kassa.processors.connectors import _opened
+    from kassa.domain.routing import Entry
+    from kassa.processors.connectors import Connectors
+    from kassa.sandbox.acquirer import SandboxProcessor
     from kassa.storage import acquirers as acquirer_store
 
     link = LinkSettings("127.0.0.1", port, False, "123456", "TERM0001", "SHOP00000000001", "5999", sockets=sockets)
-    connection = services.db.write_sync(
-        lambda conn: acquirer_store.create(conn, services.vault, "bench-simulator", link, None, now_ms())
-    )
-    return await _opened(services.db, services.vault, connection)
+
+    def connect(conn: Any) -> None:
+        acquirer_store.create(conn, services.vault, "bench-simulator", link, None, now_ms())
+        acquirer_store.set_route(conn, endpoint_id, [Entry("bench-simulator")])
+
+    services.db.write_sync(connect)
+    connectors = Connectors(services.db, services.vault, SandboxProcessor())
+    return connectors, await connectors.serving(endpoint_id)
 
 
-async def _round(m: Measured, processor: Any, requests: Sequence[Any], sales: int, host_pid: int) -> None:
+async def _round(m: Measured, processor: Any, requests: Iterator[Any], sales: int, host_pid: int) -> None:
     host = process_cpu_seconds(host_pid)
     cpu, loop, wall = await _run(processor, requests, sales, m.stages)
     m.host_us.append((process_cpu_seconds(host_pid) - host) / sales * 1e6)
@@ -165,24 +174,30 @@ async def measure(
     logs.configure(settings.log_level, log_file)
     upgrade(settings.database_url)
     services = build_services(settings, 0)
-    requests = await _seeded_requests(services)
-    iso = await _iso_processor(services, port, sockets)
+    # One sale a message, each sent once whichever processor takes it.
+    endpoint_id, seeded = await _seeded_requests(services, WARMUP + sales * (rounds + (1 if profile_sort else 0)))
+    connectors, iso = await _routed(services, endpoint_id, port, sockets)
     measured = {"iso": Measured("ISO 8583, simulator over TCP"), "sandbox": Measured("sandbox, in process")}
     processors = {"iso": iso, "sandbox": SandboxProcessor()}
     for processor in processors.values():
-        await _run(processor, requests, WARMUP, Counter())
+        await _run(processor, iter(seeded), WARMUP, Counter())
+    taken = iter(seeded[WARMUP:])
     for n in range(rounds):
-        for key, processor in processors.items():  # alternately: a busy spell weighs on both
-            await _round(measured[key], processor, requests, sales, host_pid)
+        requests = itertools.islice(taken, sales)  # each round's own sales, both processors given the same
+        copies = itertools.tee(requests)
+        for (key, processor), own in zip(
+            processors.items(), copies, strict=True
+        ):  # alternately: a busy spell weighs on both
+            await _round(measured[key], processor, own, sales, host_pid)
             m = measured[key]
             print(f"round {n + 1}, {m.name}: {m.rates[-1]:,.0f} sales/s, {m.cpu_us[-1]:.1f} µs of CPU a sale")
     if profile_sort:
         profiler = cProfile.Profile(time.process_time)
         profiler.enable()
-        await _run(iso, requests, sales, Counter())
+        await _run(iso, taken, sales, Counter())
         profiler.disable()
         pstats.Stats(profiler).sort_stats(profile_sort).print_stats(40)
-    await iso.link.close()
+    await connectors.close()
     services.db.close()
     return list(measured.values())
 
