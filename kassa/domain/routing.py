@@ -40,6 +40,7 @@ DEFAULT_CASCADE = (
     ActionCode.DO_NOT_HONOUR,
 )
 MAX_TRIES = 3  # connections tried for one request, at most
+MAX_CONDITIONS_TEXT = 2000  # one connection's conditions as ``render`` writes them (their column's length)
 _MAX_BIN_DIGITS = 11  # a BIN range's bounds: prefixes of card numbers, as schemes publish them (6 to 11 digits)
 
 
@@ -210,13 +211,15 @@ def parse_conditions(text: str, name: str) -> Conditions:
     for part in filter(None, (p.strip() for p in text.split(";"))):
         key, equals, value = (s.strip() for s in part.partition("="))
         if not equals or key not in _READERS:
-            raise RouteProblem(f"{name}: {part!r} is no condition: write one of {', '.join(_READERS)} as key=value")
+            raise RouteProblem(
+                f"{name}: {part[:40]!r} is no condition: write one of {', '.join(_READERS)} as key=value"
+            )
         if key in values:
             raise RouteProblem(f"{name}: {key} is given twice")
         values[key] = value
     items = {key: [v.strip() for v in value.split(",") if v.strip()] for key, value in values.items()}
     low, high = _amounts(name, values.get("amount", ""))
-    return Conditions(
+    conditions = Conditions(
         brands=frozenset(_brand(name, b) for b in items.get("brand", [])),
         bins=tuple(_bin_range(name, b) for b in items.get("bin", [])),
         currencies=frozenset(_currency(name, c) for c in items.get("currency", [])),
@@ -224,6 +227,9 @@ def parse_conditions(text: str, name: str) -> Conditions:
         max_amount=high,
         kinds=frozenset(_kind(name, k) for k in items.get("kind", [])),
     )
+    if len(conditions.render()) > MAX_CONDITIONS_TEXT:
+        raise RouteProblem(f"{name}: the conditions are longer than {MAX_CONDITIONS_TEXT} characters as written back")
+    return conditions
 
 
 def _brand(name: str, text: str) -> Brand:

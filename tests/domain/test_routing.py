@@ -102,6 +102,8 @@ def test_entries_may_share_one_text_separated_by_commas_or_lines_and_an_amount_m
         ("a[amount=100]", "must be MIN-MAX"),
         ("a[kind=refund]", "a: kind 'refund' is none of payment, payout"),
         ("a b", "separate entries by commas"),
+        ("a[" + "x" * 3000 + "]", "a: 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' is no condition"),
+        ("a[bin=" + ",".join(f"{n:06d}" for n in range(400)) + "]", "a: the conditions are longer than 2000"),
         ("a[brand=visa", "cannot read the route"),
     ],
 )
