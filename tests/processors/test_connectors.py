@@ -15,7 +15,7 @@ import pytest
 from kassa.sandbox.acquirer_host import AcquirerHost
 from tests.api.test_payouts import CARD as PAYOUT_CARD
 from tests.api.test_payouts import payout
-from tests.support.acquirer_host import host_on_a_thread
+from tests.support.acquirer_host import create_connection, host_on_a_thread
 from tests.support.balances import credit
 from tests.support.gateway import Gateway, Merchant, new_merchant
 from tests.support.operations import final
@@ -32,13 +32,7 @@ def hosts() -> Iterator[tuple[AcquirerHost, AcquirerHost]]:
 
 
 def _connection(merchant: Merchant, host: AcquirerHost) -> str:
-    name = f"route-{next(_names)}"
-    merchant.gateway.cli(
-        "acquirer", "create", "--name", name, "--host", "127.0.0.1", "--port", str(host.port),
-        "--acquiring-institution-id", "123456", "--terminal-id", "TERM0003", "--card-acceptor-id", "SHOP00000000003",
-        "--mcc", "5999", "--response-timeout", "0.5",
-    )  # fmt: skip
-    return name
+    return create_connection(merchant.gateway, host.port)
 
 
 def _route(merchant: Merchant, *entries: str, cascade: str | None = None) -> None:
@@ -182,11 +176,5 @@ def test_a_tls_link_presents_the_client_certificate_sealed_as_the_connections_se
 
 
 def _tls_connection(merchant: Merchant, host: AcquirerHost, secret: Path | None) -> None:
-    name = f"tls-{next(_names)}"
     options = ("--secret-file", str(secret)) if secret else ()
-    merchant.gateway.cli(
-        "acquirer", "create", "--name", name, "--host", "127.0.0.1", "--port", str(host.port), "--tls", *options,
-        "--acquiring-institution-id", "123456", "--terminal-id", "TERM0004", "--card-acceptor-id", "SHOP00000000004",
-        "--mcc", "5999", "--response-timeout", "1",
-    )  # fmt: skip
-    _route(merchant, name)
+    _route(merchant, create_connection(merchant.gateway, host.port, "--tls", *options, response_timeout="1"))

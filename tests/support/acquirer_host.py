@@ -40,15 +40,22 @@ def host_on_a_thread(**switches: object) -> Iterator[AcquirerHost]:
         loop.close()
 
 
+def create_connection(gateway: Gateway, port: int, *options: str, response_timeout: str = "0.5") -> str:
+    """An ISO 8583 connection to the host on ``port`` of this machine, with ``options`` of `kassa acquirer
+    create` besides; its name."""
+    name = f"acq-{uuid.uuid4().hex[:10]}"
+    gateway.cli(
+        "acquirer", "create", "--name", name, "--host", "127.0.0.1", "--port", str(port),
+        "--acquiring-institution-id", "123456", "--terminal-id", "TERM0001", "--card-acceptor-id", "SHOP00000000001",
+        "--mcc", "5999", "--response-timeout", response_timeout, *options,
+    )  # fmt: skip
+    return name
+
+
 def iso_connection(merchant: Merchant, host: AcquirerHost) -> str:
     """An ISO 8583 connection to ``host`` (a response timeout of 0.5 s), the merchant's endpoint routed to
     it; its name."""
-    name = f"acq-{uuid.uuid4().hex[:10]}"
-    merchant.gateway.cli(
-        "acquirer", "create", "--name", name, "--host", "127.0.0.1", "--port", str(host.port),
-        "--acquiring-institution-id", "123456", "--terminal-id", "TERM0001", "--card-acceptor-id", "SHOP00000000001",
-        "--mcc", "5999", "--response-timeout", "0.5",
-    )  # fmt: skip
+    name = create_connection(merchant.gateway, host.port)
     merchant.gateway.cli("endpoint", "connections", "--id", str(merchant.endpoint_id), name)
     return name
 
