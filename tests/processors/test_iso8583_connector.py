@@ -41,12 +41,16 @@ def iso_merchant(make_merchant: Callable[..., Merchant], host: AcquirerHost) -> 
 
 def _connect(merchant: Merchant, name: str, host: AcquirerHost, *, response_timeout: str, sockets: str = "1") -> None:
     """An ISO 8583 connection to ``host``, the merchant's endpoint routed to it."""
-    merchant.gateway.cli(
-        "acquirer", "create", "--name", name, "--host", "127.0.0.1", "--port", str(host.port),
+    _new_connection(merchant.gateway, name, host.port, response_timeout=response_timeout, sockets=sockets)
+    merchant.gateway.cli("endpoint", "connections", "--id", str(merchant.endpoint_id), name)
+
+
+def _new_connection(gateway: Gateway, name: str, port: int, *, response_timeout: str, sockets: str = "1") -> None:
+    gateway.cli(
+        "acquirer", "create", "--name", name, "--host", "127.0.0.1", "--port", str(port),
         "--acquiring-institution-id", "123456", "--terminal-id", "TERM0001", "--card-acceptor-id", "SHOP00000000001",
         "--mcc", "5999", "--response-timeout", response_timeout, "--sockets", sockets,
     )  # fmt: skip
-    merchant.gateway.cli("endpoint", "connections", "--id", str(merchant.endpoint_id), name)
 
 
 def _sent(host: AcquirerHost, mti: str, rrn: str) -> dict[str, str]:
@@ -124,12 +128,17 @@ def _wait(condition: Callable[[], bool], timeout: float = 10) -> None:
         time.sleep(0.02)
 
 
-def test_a_live_endpoint_without_an_iso_connection_sends_nothing_and_its_sale_ends_in_error_907(
-    make_merchant: Callable[..., Merchant],
+def test_a_live_endpoint_whose_iso_connection_is_disabled_sends_nothing_and_its_sale_ends_in_error_907(
+    shared_gateway: Gateway, make_merchant: Callable[..., Merchant], host: AcquirerHost
 ) -> None:
-    live = make_merchant(live=True)
+    name = f"acq-off-{next(_names)}"
+    _new_connection(shared_gateway, name, host.port, response_timeout="0.5")
+    live = make_merchant(live=True, connections=(name,))
+    shared_gateway.cli("acquirer", "disable", "--name", name)
+    seen = len(host.received)
     final = live.wait_final(live.sale("live-1").json()["paynet-order-id"])
     assert (final["status"], final["error-code"]) == ("error", "907")
+    assert _messages_of(host, seen) == []
 
 
 def test_a_live_endpoint_is_served_by_its_iso_connection(
@@ -137,8 +146,9 @@ def test_a_live_endpoint_is_served_by_its_iso_connection(
 ) -> None:
     # A gateway of its own: once this module's host closes, its live endpoint would leave a shared gateway
     # not ready (``/readyz``) for the tests that follow.
-    live = new_merchant(gateway_factory(), "iso-live", live=True)
-    _connect(live, f"acq-live-{next(_names)}", host, response_timeout="0.5")
+    gateway, name = gateway_factory(), f"acq-live-{next(_names)}"
+    _new_connection(gateway, name, host.port, response_timeout="0.5")
+    live = new_merchant(gateway, "iso-live", live=True, connections=(name,))
     final = live.wait_final(live.sale("live-2").json()["paynet-order-id"])
     assert final["status"] == "approved" and final["processor-rrn"] != ""
     assert _sent(host, "0200", final["processor-rrn"])["41"].strip() == "TERM0001"
@@ -168,15 +178,9 @@ def test_operators_see_each_connections_messages_answers_and_signed_on_sockets(
 def test_a_live_endpoint_whose_every_connection_is_down_makes_the_process_not_ready(
     gateway_factory: Callable[..., Gateway],
 ) -> None:
-    gateway = gateway_factory()
-    live = new_merchant(gateway, "iso-down", live=True)
-    name = f"acq-down-{next(_names)}"
-    live.gateway.cli(
-        "acquirer", "create", "--name", name, "--host", "127.0.0.1", "--port", str(free_port()),
-        "--acquiring-institution-id", "123456", "--terminal-id", "TERM0001", "--card-acceptor-id", "SHOP00000000001",
-        "--mcc", "5999", "--response-timeout", "0.2",
-    )  # fmt: skip
-    live.gateway.cli("endpoint", "connections", "--id", str(live.endpoint_id), name)
+    gateway, name = gateway_factory(), f"acq-down-{next(_names)}"
+    _new_connection(gateway, name, free_port(), response_timeout="0.2")
+    live = new_merchant(gateway, "iso-down", live=True, connections=(name,))
     assert httpx.get(f"{gateway.ops}/readyz", timeout=10).status_code == 200
     final = live.wait_final(live.sale("down-1").json()["paynet-order-id"])
     assert (final["status"], final["error-code"]) == ("error", "907")
