@@ -602,8 +602,8 @@ audit_log = Table(
 )
 
 # The financial messages sent to acquirers over ISO 8583, each recorded before it goes out (its id is its
-# RRN, field 37), and how it ended: sent, answered, unanswered (being reversed or repeated), reversed, or
-# unsent (no socket was signed on). ``storage/acquirer_messages.py``.
+# RRN, field 37), and how it ended: sent, answered, unanswered (being reversed or repeated), reversed,
+# unsent (no socket was signed on), or abandoned (unanswered 24 hours). ``storage/acquirer_messages.py``.
 acquirer_messages = Table(
     "acquirer_messages",
     metadata,

@@ -19,8 +19,10 @@ from tests.api.test_payouts import CARD as PAYOUT_CARD
 from tests.ops.test_probes import scrape
 from tests.support.acquirer_host import host_on_a_thread
 from tests.support.balances import available, credit
+from tests.support.databases import run_sql
 from tests.support.gateway import Gateway, Merchant, free_port, new_merchant
 from tests.support.operations import account_verification, capture, final, preauth, refund, void
+from tests.support.receiver import Receiver, running
 
 _names = itertools.count()
 JOB_LEASE = 30  # KASSA_JOB_LEASE_SECONDS's default
@@ -119,6 +121,89 @@ def test_a_sale_sent_when_the_gateway_died_is_reversed_after_restart_never_sent_
     since = [m for m in list(host.received)[seen:] if m["t"] != "0800"]
     assert [m["t"] for m in since] == ["0200", "0400"]  # the sale went once; what followed was its reversal
     assert (since[1]["4"], since[1]["90"][:10]) == (sent["4"], "0200" + sent["11"])
+
+
+DAY = 24 * 3600
+CARD = "4111111111111111"  # the card tests' sales and preauths charge
+WAITING = ("processing", "unknown")  # the statuses of a transaction not final yet
+
+
+@pytest.fixture
+def silent_host() -> Iterator[AcquirerHost]:
+    """A host that takes every message of the test card and answers none: reversals and repetitions neither."""
+    with host_on_a_thread(silent={CARD}) as found:
+        yield found
+
+
+def _final_after(merchant: Merchant, order: str, seconds: int) -> dict[str, str]:
+    """The order's status once final, the clock moved ``seconds`` on, and a minute more each time the
+    transaction is still waiting (its next reconciliation may have been written after the first move)."""
+    merchant.gateway.advance(seconds)
+    _minutes_until(merchant.gateway, lambda: merchant.status(orderid=order).json()["status"] not in WAITING)
+    return dict(merchant.status(orderid=order).json())
+
+
+def _minutes_until(gateway: Gateway, condition: Callable[[], bool]) -> None:
+    """Moves the clock a minute at a time until ``condition`` holds."""
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline, "waited in vain"
+        gateway.advance(60)
+        time.sleep(0.2)
+
+
+def _messages_of_order(gateway: Gateway, order: str) -> list[tuple[str, str, int]]:
+    """The order's messages as the gateway recorded them: MTI, state, repetitions."""
+    return [
+        (str(mti), str(state), int(repeats))
+        for mti, state, repeats in run_sql(
+            gateway.database_url,
+            "SELECT m.mti, m.state, m.repeats FROM acquirer_messages m"
+            f" JOIN transactions t ON t.id = m.transaction_id WHERE t.order_id = {int(order)} ORDER BY m.id",
+        )
+    ]
+
+
+def test_an_unanswered_reversal_is_repeated_each_minute_and_given_up_after_24_hours_ending_the_sale_in_911(
+    gateway_factory: Callable[..., Gateway], silent_host: AcquirerHost
+) -> None:
+    gateway = gateway_factory(KASSA_TEST_CLOCK="1")
+    merchant = new_merchant(gateway, "iso-day")
+    _connect(merchant, f"acq-day-{next(_names)}", silent_host, response_timeout="0.5")
+    with running(Receiver(free_port())) as receiver:
+        order = merchant.sale("iso-day-1", cvv2="123", server_callback_url=receiver.url).json()["paynet-order-id"]
+        _wait(lambda: [m["t"] for m in _messages_of(silent_host, 0)] == ["0200", "0400"])
+        _minutes_until(gateway, lambda: [m["t"] for m in _messages_of(silent_host, 0)] == ["0200", "0400", "0401"])
+        final = _final_after(merchant, order, DAY)
+        [callback] = receiver.wait_for(1)
+    assert (final["status"], final["error-code"]) == ("error", "911")
+    assert (callback.query["status"], callback.query["error_code"]) == ("error", "911")
+    # Given up, not repeated once more: the reversal went as 0400, then 0401 once a minute until 24 hours.
+    assert [m["t"] for m in _messages_of(silent_host, 0)] == ["0200", "0400", "0401"]
+    assert _messages_of_order(gateway, order) == [("0200", "abandoned", 2)]
+    logged = gateway.log_path.read_text()
+    assert "a message unanswered for 24 hours is given up" in logged and CARD not in logged
+    figures = scrape(gateway)
+    assert sum(v for (metric, _labels), v in figures.items() if metric == "kassa_acquirer_abandoned_total") == 1
+
+
+def test_an_unanswered_capture_advice_is_repeated_until_given_up_after_24_hours_and_ends_in_911(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    gateway = gateway_factory(KASSA_TEST_CLOCK="1")
+    merchant = new_merchant(gateway, "iso-advice")
+    with host_on_a_thread() as quiet:
+        _connect(merchant, f"acq-advice-{next(_names)}", quiet, response_timeout="0.5")
+        order = preauth(merchant, "iso-advice-1", amount="20.00").json()["paynet-order-id"]
+        assert merchant.wait_final(order)["status"] == "approved"
+        quiet.silent.add(CARD)  # the host takes the capture's advice and its repetitions, and answers none
+        capture(merchant, "iso-advice-1", order, "20.00")
+        _wait(lambda: [m["t"] for m in _messages_of(quiet, 0)] == ["0100", "0220"])
+        final = _final_after(merchant, order, DAY)
+        sent = [m["t"] for m in _messages_of(quiet, 0)]
+    assert (final["transaction-type"], final["status"], final["error-code"]) == ("capture", "error", "911")
+    assert sent == ["0100", "0220"]  # its first reconciliation came after 24 hours: nothing more was sent
+    assert _messages_of_order(gateway, order) == [("0100", "answered", 0), ("0220", "abandoned", 0)]
 
 
 def _wait(condition: Callable[[], bool], timeout: float = 10) -> None:

@@ -5,7 +5,9 @@ answer gives the outcome by field 39 (the dialect's table). A request left unans
 timeout is ``unknown``: the connector reverses it at once (0400), and the engine's reconciliation asks
 again every ``KASSA_RECONCILE_DELAY_SECONDS`` (60 s, as §15 says), which repeats the reversal (0401) until
 the host answers it; then the transaction ends ``error`` 911. Advices (a capture 0220, a void or cancel
-0400) are repeated the same way until answered, and are final once answered. A message the process may
+0400) are repeated the same way until answered, and are final once answered. Neither is repeated past 24
+hours from the message's first sending: it is then given up (``abandoned``, logged and counted for
+operators) and the transaction ends ``error`` 911 as an unanswered one does. A message the process may
 have sent before it died (recorded, never answered) counts as unanswered: it is reversed, or repeated,
 never sent again as new. While no socket is signed on nothing is sent: ``error`` 907 at once.
 """
@@ -36,6 +38,9 @@ from kassa.storage.prepared import Record
 log = logging.getLogger("kassa.acquirer")
 
 _ADVICES = (Capture, Reverse)  # answered, they are final; unanswered, they are repeated, never reversed
+# CONTRACT §15: reversals and advices are repeated until answered or until this long after the message was
+# first sent (for a reversal, the request it reverses: the response timeout earlier, at most 5 minutes).
+REPEATED_FOR_MS = 24 * 3600 * 1000
 
 
 class DatabaseStans:
@@ -80,8 +85,10 @@ class IsoProcessor:
         last = await self._db.read_point(lambda conn: store.last_of(conn, request.serial))
         if last is None or last["state"] == State.UNSENT:
             return Outcome(Stage.UNKNOWN)  # nothing reached the host: a new try is the job's to make
-        if last["state"] == State.REVERSED:
+        if last["state"] in (State.REVERSED, State.ABANDONED):
             return _timed_out()
+        if last["state"] in store.PENDING and now_ms() - last["sent_at_ms"] >= REPEATED_FOR_MS:
+            return await self._abandon(request, last)
         if isinstance(request, _ADVICES):
             return await self._repeat_advice(request, last)
         return await self._reverse(request, last)
@@ -134,6 +141,26 @@ class IsoProcessor:
             await self._moved(sent["id"], State.UNANSWERED, repeated=1)
             return Outcome(Stage.UNKNOWN)
         return await self._answered(sent["id"], answer)
+
+    async def _abandon(self, request: Request, sent: Record) -> Outcome:
+        """Gives up ``sent``, whose reversal or repetition went unanswered for 24 hours: nothing more is sent,
+        and the transaction ends as an unanswered one does. The acquirer may hold a transaction the gateway
+        ended in error: operators see it in the message's state, the log and ``/metrics``, to settle with
+        the acquirer."""
+        await self._moved(sent["id"], State.ABANDONED)
+        metrics.acquirer_abandoned(self.name, sent["mti"])
+        log.warning(
+            "acquirer: a message unanswered for 24 hours is given up",
+            extra={
+                "connection": self.name,
+                "order": request.order_id,
+                "mti": sent["mti"],
+                "stan": sent["stan"],
+                "rrn": sent["id"],  # field 37 less its zeros: a 12-digit run would be masked as a card number
+                "repeats": sent["repeats"],
+            },
+        )
+        return _timed_out()
 
     def _message(
         self, request: Request, original: SentOriginal | None, stan: str, message_id: int, at: datetime.datetime
