@@ -11,16 +11,22 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
+from kassa.domain.recurring import date_of, midnight_ms
 from kassa.processors.iso8583 import dialect
 from kassa.sandbox.acquirer_host import AcquirerHost
 from tests.api.test_card_refs import card_ref_of, make_rebill
 from tests.api.test_payouts import BANK, payout
 from tests.api.test_payouts import CARD as PAYOUT_CARD
+from tests.api.test_recurring import card_fields, charges, move_to, subscribed
+from tests.api.test_transfers import DESTINATION, SOURCE, money, v4
+from tests.api.test_transfers import final as final_transfer
 from tests.ops.test_probes import scrape
 from tests.support.acquirer_host import host_on_a_thread
 from tests.support.balances import available, credit
+from tests.support.cards import pan_ending
 from tests.support.databases import run_sql
 from tests.support.gateway import Gateway, Merchant, free_port, new_merchant
+from tests.support.oauth import key_pair, register_key
 from tests.support.operations import account_verification, capture, final, preauth, refund, void
 from tests.support.receiver import Receiver, running
 
@@ -431,3 +437,95 @@ def test_the_3ds_result_reaches_field_48(iso_merchant: Merchant, host: AcquirerH
     [message] = _messages_of(host, seen)
     items = dialect.parse_tlv(host.dialect, message["48"])
     assert (items["CV"], items["EC"], items["MI"]) == ("325", "06", "C") and len(items["CA"]) == 28
+
+
+def _transfer(merchant: Merchant, destination: str, amount: str = "40.00") -> dict[str, str]:
+    """A v4 transfer of ``amount`` from the test card (CVV2 123) to the card ``destination``; its final status."""
+    register_key(merchant.gateway, merchant.login, key_pair()[1])
+    fields = [*money(merchant, amount), *SOURCE, ("cvv2", "123"), ("destination-card-no", destination)]
+    return final_transfer(merchant, v4(merchant, "transfer", fields))
+
+
+def test_a_card_to_card_transfer_charges_the_source_card_then_credits_the_receiving_one(
+    iso_merchant: Merchant, host: AcquirerHost
+) -> None:
+    seen = len(host.received)
+    status = _transfer(iso_merchant, DESTINATION)
+    assert (status["status"], status["transaction-type"]) == ("approved", "transfer")
+    charge, credit = _messages_of(host, seen)
+    assert (charge["t"], charge["3"], charge["4"], charge["2"]) == ("0200", "000000", "000000004000", CARD)
+    assert dialect.parse_tlv(host.dialect, charge["48"]) == {"CV": "123", "MI": "C"}
+    assert (credit["t"], credit["3"], credit["4"], credit["2"]) == ("0200", "260000", "000000004000", DESTINATION)
+    assert "48" not in credit and "14" not in credit
+    # The merchant sees the charge's references: what the cardholder's statement and a chargeback name.
+    assert status["processor-rrn"] == charge["37"] != credit["37"] and len(status["approval-code"]) == 6
+
+
+def test_a_transfer_whose_credit_is_refused_voids_its_charge_and_is_declined_as_the_credit_was(
+    iso_merchant: Merchant, host: AcquirerHost
+) -> None:
+    seen = len(host.received)
+    status = _transfer(iso_merchant, pan_ending("116"))  # the host answers its credit 51
+    assert (status["status"], status["error-code"]) == ("declined", "116")
+    charge, credit, void = _messages_of(host, seen)
+    assert (charge["t"], charge["3"], credit["t"], credit["3"]) == ("0200", "000000", "0200", "260000")
+    assert (void["t"], void["3"], void["4"], void["2"]) == ("0400", "000000", charge["4"], CARD)
+    assert dialect.parse_original_data(void["90"]) == dialect.Original.of(charge)
+
+
+def test_a_transfer_whose_credit_goes_unanswered_reverses_the_credit_voids_the_charge_and_ends_in_911(
+    iso_merchant: Merchant, host: AcquirerHost
+) -> None:
+    seen = len(host.received)
+    status = _transfer(iso_merchant, pan_ending("217"))  # the host never answers its credit
+    assert (status["status"], status["error-code"]) == ("error", "911")
+    charge, credit, reversal, void = _messages_of(host, seen)
+    assert (reversal["t"], reversal["3"], reversal["2"]) == ("0400", "260000", credit["2"])
+    assert dialect.parse_original_data(reversal["90"]) == dialect.Original.of(credit)
+    assert (void["t"], void["3"], void["2"]) == ("0400", "000000", CARD)
+    assert dialect.parse_original_data(void["90"]) == dialect.Original.of(charge)
+
+
+def test_a_recurring_payments_scheduled_charges_are_merchant_initiated_sales_without_cvv2(
+    clock_gateway: Gateway, host: AcquirerHost
+) -> None:
+    merchant = new_merchant(clock_gateway, f"iso-rec-{next(_names)}")
+    register_key(clock_gateway, merchant.login, key_pair()[1])
+    _connect(merchant, f"acq-rec-{next(_names)}", host, response_timeout="0.5")
+    seen = len(host.received)
+    payment_id = subscribed(merchant, "sub-iso", **card_fields(), period="day", **{"max-count": "2"})
+    move_to(clock_gateway, midnight_ms(date_of(clock_gateway.advance(0))) + DAY * 1000 + 60_000)
+    charged = charges(merchant, "sub-iso", 2)
+    assert [(c["status"], c["recurring-payment-id"]) for c in charged] == [("approved", payment_id)] * 2
+    sent = _messages_of(host, seen)  # one message a charge, nothing else
+    assert [m["37"] for m in sent] == [c["processor-rrn"] for c in charged]
+    for message in sent:
+        assert (message["3"], message["4"], message["2"], message["14"]) == ("000000", "000000000990", CARD, "3012")
+        assert dialect.parse_tlv(host.dialect, message["48"]) == {"MI": "R"}  # recurring; no CV
+
+
+def test_a_transfer_whose_credit_was_in_flight_when_the_gateway_died_has_it_reversed_and_its_charge_voided(
+    gateway_factory: Callable[..., Gateway], host: AcquirerHost
+) -> None:
+    gateway = gateway_factory()
+    merchant = new_merchant(gateway, "iso-transfer-crash")
+    _connect(merchant, f"acq-tcrash-{next(_names)}", host, response_timeout="30")
+    register_key(gateway, merchant.login, key_pair()[1])
+    receiving = pan_ending("444")
+    host.silent.add(receiving)  # the credit reaches the host and waits there
+    seen = len(host.received)
+    fields = [*money(merchant, "40.00"), *SOURCE, ("cvv2", "123"), ("destination-card-no", receiving)]
+    order = v4(merchant, "transfer", fields).json()["paynet-order-id"]
+    _wait(lambda: [m["t"] + m["3"] for m in _messages_of(host, seen)] == ["0200000000", "0200260000"])
+    gateway.kill()
+    host.silent.clear()
+
+    restarted = gateway_factory(KASSA_TEST_CLOCK="1")
+    merchant.gateway = restarted
+    restarted.advance(JOB_LEASE)
+    status = merchant.wait_final(order)
+    assert (status["status"], status.get("error-code")) == ("error", "911")
+    charge, credit, reversal, void = _messages_of(host, seen)  # nothing was sent again as new
+    assert dialect.parse_original_data(reversal["90"]) == dialect.Original.of(credit)
+    assert dialect.parse_original_data(void["90"]) == dialect.Original.of(charge)
+    assert (reversal["3"], void["3"], void["2"]) == ("260000", "000000", CARD)
