@@ -496,6 +496,7 @@ three_ds = Table(
     Column("step", String(16), nullable=False),  # method, challenge, done
     Column("server_trans_id", String(36), nullable=False, unique=True),
     Column("acs_trans_id", String(36), nullable=False, unique=True),
+    Column("ds_trans_id", String(36)),  # the directory server's (2.x); 1.0.2 has no directory server id
     Column("comp_ind", String(1)),
     Column("trans_status", String(1)),
     Column("eci", String(2)),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -21,6 +22,7 @@ from tests.api.test_recurring import card_fields, charges, move_to, subscribed
 from tests.api.test_transfers import DESTINATION, SOURCE, money, v4
 from tests.api.test_transfers import final as final_transfer
 from tests.ops.test_probes import scrape
+from tests.pages.test_threeds_merchant_hosted import through_acs, upload
 from tests.support.acquirer_host import host_on_a_thread
 from tests.support.balances import available, credit
 from tests.support.cards import pan_ending
@@ -437,6 +439,25 @@ def test_the_3ds_result_reaches_field_48(iso_merchant: Merchant, host: AcquirerH
     [message] = _messages_of(host, seen)
     items = dialect.parse_tlv(host.dialect, message["48"])
     assert (items["CV"], items["EC"], items["MI"]) == ("325", "06", "C") and len(items["CA"]) == 28
+    # EMV 3-D Secure 2.x: the directory server's transaction id, as stored with the authentication.
+    [authentication] = [t["three_ds"] for t in iso_merchant.gateway.cli("order", "show", order)["transactions"]]
+    assert (authentication["version"], items["DS"]) == ("2.2.0", authentication["ds_trans_id"])
+    assert str(uuid.UUID(items["DS"])) == items["DS"]
+
+
+def test_a_3ds_1_0_2_authentication_reaches_field_48_without_a_directory_server_id(
+    iso_merchant: Merchant, host: AcquirerHost
+) -> None:
+    seen = len(host.received)
+    order = iso_merchant.sale("iso-3ds1", cvv2="322").json()["paynet-order-id"]  # a 1.0.2 challenge
+    step = iso_merchant.wait_stage(order, leaving="sale_processing")
+    assert step["threeds-version"] == "1.0.2"
+    back = through_acs(step, term_url="https://shop.example/term")  # the right code
+    upload(iso_merchant, "upload-pares-result", order, "iso-3ds1", pares=back.fields["PaRes"], md=back.fields["MD"])
+    assert iso_merchant.wait_final(order)["status"] == "approved"
+    [message] = _messages_of(host, seen)
+    items = dialect.parse_tlv(host.dialect, message["48"])
+    assert (items["CV"], items["EC"], items["MI"]) == ("322", "05", "C") and "DS" not in items
 
 
 def _transfer(merchant: Merchant, destination: str, amount: str = "40.00") -> dict[str, str]:
