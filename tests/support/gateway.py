@@ -263,22 +263,13 @@ class Merchant:
         )
 
 
-# The settings of an ISO 8583 connection to a host that does not exist (``.invalid`` never resolves).
-_NOWHERE = {
-    "host": "acquirer.invalid", "port": "8583", "acquiring_institution_id": "123456", "terminal_id": "TERM0001",
-    "card_acceptor_id": "SHOP00000000001", "mcc": "5999",
-}  # fmt: skip
-
-
-def _nowhere_name() -> str:
-    return f"nowhere-{uuid.uuid4().hex[:12]}"
-
-
 def unreachable_connection(gateway: Gateway) -> str:
     """An ISO 8583 connection to a host that does not exist, made as operators make one (`kassa acquirer
     create`); its name. For the live endpoints of tests that send them nothing."""
-    name = _nowhere_name()
-    settings = [text for key, value in _NOWHERE.items() for text in (f"--{key.replace('_', '-')}", value)]
+    from tests.support.databases import NOWHERE
+
+    name = f"nowhere-{uuid.uuid4().hex[:12]}"
+    settings = [text for key, value in NOWHERE.items() for text in (f"--{key.replace('_', '-')}", value)]
     gateway.cli("acquirer", "create", "--name", name, *settings)
     return name
 
@@ -304,13 +295,13 @@ def new_merchant(
     endpoint's acquirer connections are ``connections``, by name; a live endpoint given none gets an ISO
     8583 connection of its own to a host that does not exist, for tests that send it nothing (a live
     endpoint is never made without one)."""
-    from kassa.domain.acquirers import read_link
     from kassa.domain.merchants import Mode
     from kassa.settings import Settings
     from kassa.storage import acquirers as acquirer_store
     from kassa.storage import merchants as store
     from kassa.storage.database import open_database
     from kassa.vault.keys import load_vault
+    from tests.support.databases import nowhere_connection
 
     vault = load_vault(Settings.from_env(gateway.env).vault_source)
 
@@ -320,7 +311,7 @@ def new_merchant(
         spec = store.EndpointSpec(merchant.id, currency, mode, classic, descriptor, None, None, multi_capture)
         route = [acquirer_store.by_name(conn, name) for name in connections]
         if live and not route:
-            route = [acquirer_store.create(conn, vault, _nowhere_name(), read_link(_NOWHERE), None, 0)]
+            route = [nowhere_connection(conn, vault)]
         return merchant.control_key, store.create_endpoint(conn, spec, 0, route)
 
     db = open_database(gateway.database_url, threads=1)
