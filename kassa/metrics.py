@@ -59,6 +59,12 @@ ACQUIRER_MESSAGES: Final = Counter(
     "answer's field 39; `none`: no answer within the connection's response timeout.",
     ("connection", "mti", "response_code"),
 )
+ACQUIRER_ABANDONED: Final = Counter(
+    "kassa_acquirer_abandoned",
+    "Reversals and advices given up after 24 hours unanswered, by connection and the MTI of the message: the "
+    "acquirer may hold a transaction the gateway ended in error.",
+    ("connection", "mti"),
+)
 ACQUIRER_ANSWER_SECONDS: Final = Histogram(
     "kassa_acquirer_answer_seconds",
     "Time an acquirer's host took to answer a message, by connection.",
@@ -139,6 +145,10 @@ def acquirer_message(connection: str, mti: str, response_code: str | None, secon
 # A labelled child found once per label values: ``labels()`` checks and locks on every call, on every message.
 _acquirer_messages = functools.lru_cache(maxsize=4096)(ACQUIRER_MESSAGES.labels)
 _acquirer_answer_seconds = functools.lru_cache(maxsize=256)(ACQUIRER_ANSWER_SECONDS.labels)
+
+
+def acquirer_abandoned(connection: str, mti: str) -> None:
+    ACQUIRER_ABANDONED.labels(connection, mti).inc()
 
 
 def refused(reason: str) -> None:

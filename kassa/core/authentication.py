@@ -47,7 +47,11 @@ def begin(
     """Starts authentication on the issuer's ``path``; returns the transaction's new stage. The checkout
     page's session is opened behind ``checkout`` unless the transaction has one (a hosted form's)."""
     order = order_store.lock_order_of(conn, transaction_id)
-    ids = {"server_trans_id": str(uuid.uuid4()), "acs_trans_id": str(uuid.uuid4())}
+    ids = {
+        "server_trans_id": str(uuid.uuid4()),
+        "acs_trans_id": str(uuid.uuid4()),
+        "ds_trans_id": issuer.ds_trans_id(path.version),  # as the directory server passes the request on
+    }
     started = {"version": path.version, "path": path.value, **ids}
     if path is ThreeDSPath.REJECTED:
         store.create(conn, transaction_id, {**started, "step": Step.DONE, "trans_status": "R"}, now_ms)

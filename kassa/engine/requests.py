@@ -108,7 +108,9 @@ def _original(work: AuthorizationWork) -> Original:
 def _three_ds(record: Record | None) -> ThreeDSResult | None:
     if record is None or record["trans_status"] not in ("Y", "A"):
         return None
-    return ThreeDSResult(record["version"], record["trans_status"], record["eci"], record["authentication_value"], None)
+    return ThreeDSResult(
+        record["version"], record["trans_status"], record["eci"], record["authentication_value"], record["ds_trans_id"]
+    )
 
 
 def _card(work: AuthorizationWork, vault: Vault) -> Card | None:

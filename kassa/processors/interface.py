@@ -180,6 +180,10 @@ class Authenticator(Protocol):
     async def path(self, request: CardholderRequest) -> ThreeDSPath | None:
         """How the card's issuer wants the cardholder authenticated, or None (not enrolled: authorize now)."""
 
+    def ds_trans_id(self, version: str) -> str | None:
+        """The id the directory server gives an authentication of protocol ``version`` as it passes it to
+        the issuer: EMV 3-D Secure 2.x has one, 1.0.2 none."""
+
     def challenge_code(self) -> str:
         """The one-time code the issuer sends the cardholder for a challenge."""
 

@@ -1,12 +1,14 @@
 """The sandbox card issuer's 3-D Secure decisions: which path an authentication takes (by the CVV2's
-trigger), the one-time code of a challenge and its judgement, and the authentication values it issues."""
+trigger), the one-time code of a challenge and its judgement, and the authentication values it issues; and
+the directory server between gateway and issuer, which gives each 2.x authentication its transaction id."""
 
 from __future__ import annotations
 
 import base64
 import secrets
+import uuid
 
-from kassa.domain.threeds_protocol import ThreeDSPath
+from kassa.domain.threeds_protocol import VERSION_1, ThreeDSPath
 from kassa.processors.interface import CardholderRequest
 from kassa.sandbox.triggers import Trigger, trigger_of
 
@@ -21,12 +23,18 @@ _PATHS: dict[Trigger, ThreeDSPath] = {
 
 
 class SandboxIssuer:
-    """The simulated issuers' ACS behind the gateway's 3-D Secure server (``processors.interface.Authenticator``)."""
+    """The simulated issuers' ACS behind the gateway's 3-D Secure server, and the directory server that
+    reaches them (``processors.interface.Authenticator``)."""
 
     async def path(self, request: CardholderRequest) -> ThreeDSPath | None:
         """By the card's CVV2 (CONTRACT §9); a card sent without one is not authenticated."""
         cvv = request.card.cvv
         return path_of(trigger_of(cvv)) if cvv else None
+
+    def ds_trans_id(self, version: str) -> str | None:
+        """A new UUID, as EMV 3-D Secure 2.x directory servers give each authentication (``dsTransID``); a
+        1.0.2 authentication has no directory server transaction id."""
+        return None if version == VERSION_1 else str(uuid.uuid4())
 
     def challenge_code(self) -> str:
         """The sandbox's ACS page shows it as a hint."""

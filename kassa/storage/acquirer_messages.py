@@ -4,7 +4,9 @@ A row is written before its message goes out (``sent``), so that a message that 
 when the process died is known on restart: an authorization is then reversed rather than sent again, an
 advice repeated. Its id is the message's retrieval reference number (field 37). The row moves on when the
 answer comes (``answered``), when none came in time (``unanswered``: a reversal follows, repeated until the
-host answers it, ``reversed``), or when nothing could be sent (``unsent``: no socket was signed on).
+host answers it, ``reversed``), when nothing could be sent (``unsent``: no socket was signed on), or when its
+reversal or repetition went unanswered for 24 hours after it was first sent (``abandoned``: given up, for
+an operator to settle with the acquirer).
 
 STANs come from ``acquirer_stans``: a process reserves a block of a connection's numbers at a time, so no
 two processes of a deployment use one number while the other's message may be outstanding.
@@ -29,6 +31,7 @@ class State(StrEnum):
     UNANSWERED = "unanswered"
     REVERSED = "reversed"
     UNSENT = "unsent"
+    ABANDONED = "abandoned"
 
 
 PENDING = (State.SENT, State.UNANSWERED)  # may still be outstanding at the host: reversals and advices to repeat

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, case, func, insert, literal, select, update
 
-from kassa.domain.acquirers import SANDBOX_NAME
+from kassa.domain.acquirers import SANDBOX_NAME, route_problem
+from kassa.domain.acquirers import Connection as AcquirerConnection
 from kassa.domain.merchants import Endpoint, Merchant, Mode, Network, parse_network
 from kassa.storage.prepared import Record
 from kassa.storage.tables import acquirer_connections, endpoint_connections, endpoints, group_members, merchants
@@ -16,6 +17,11 @@ from kassa.vault.keys import Vault, control_key_context
 
 class NotFound(LookupError):
     pass
+
+
+class Refused(ValueError):
+    """An endpoint the rules refuse to create as asked (its connections, ``domain.acquirers.route_problem``);
+    the message says why."""
 
 
 def create_merchant(
@@ -73,7 +79,14 @@ class EndpointSpec:
     replay_window_seconds: int = 0
 
 
-def create_endpoint(conn: Connection, spec: EndpointSpec, now_ms: int) -> int:
+def create_endpoint(conn: Connection, spec: EndpointSpec, now_ms: int, route: Sequence[AcquirerConnection] = ()) -> int:
+    """A new endpoint served by ``route``, its acquirer connections in the order payments try them, if the
+    rule allows it for the endpoint's mode (else ``Refused``): a live endpoint needs an enabled ISO 8583 one,
+    so that no live endpoint is ever made that cannot take a payment; a sandbox endpoint given none is
+    served by the sandbox."""
+    problem = route_problem(spec.mode, route) if route or spec.mode is Mode.LIVE else None
+    if problem:
+        raise Refused(problem)
     values = {
         "merchant_id": spec.merchant_id,
         "kind": "endpoint",
@@ -96,14 +109,20 @@ def create_endpoint(conn: Connection, spec: EndpointSpec, now_ms: int) -> int:
         conn.exec_driver_sql(
             "SELECT setval(pg_get_serial_sequence('endpoints', 'id'), (SELECT MAX(id) FROM endpoints))"
         )
-    if spec.mode is Mode.SANDBOX:
+    if route:
+        rows = [
+            {"endpoint_id": endpoint_id, "position": position, "connection_id": connection.id}
+            for position, connection in enumerate(route, start=1)
+        ]
+        conn.execute(insert(endpoint_connections), rows)
+    else:
         _route_to_the_sandbox(conn, endpoint_id)
     return endpoint_id
 
 
 def _route_to_the_sandbox(conn: Connection, endpoint_id: int) -> None:
-    """A new sandbox endpoint is served by the built-in sandbox connection, as every sandbox endpoint was
-    before connections were data (migration 0022); a live one gets its connections from an operator."""
+    """A new sandbox endpoint given no connections is served by the built-in sandbox connection, as every
+    sandbox endpoint was before connections were data (migration 0022)."""
     sandbox = select(literal(endpoint_id), literal(1), acquirer_connections.c.id).where(
         acquirer_connections.c.name == SANDBOX_NAME
     )

@@ -500,6 +500,7 @@ three_ds = Table(
     Column("step", String(16), nullable=False),  # method, challenge, done
     Column("server_trans_id", String(36), nullable=False, unique=True),
     Column("acs_trans_id", String(36), nullable=False, unique=True),
+    Column("ds_trans_id", String(36)),  # the directory server's (2.x); 1.0.2 has no directory server id
     Column("comp_ind", String(1)),
     Column("trans_status", String(1)),
     Column("eci", String(2)),
@@ -606,8 +607,8 @@ audit_log = Table(
 )
 
 # The financial messages sent to acquirers over ISO 8583, each recorded before it goes out (its id is its
-# RRN, field 37), and how it ended: sent, answered, unanswered (being reversed or repeated), reversed, or
-# unsent (no socket was signed on). ``storage/acquirer_messages.py``.
+# RRN, field 37), and how it ended: sent, answered, unanswered (being reversed or repeated), reversed,
+# unsent (no socket was signed on), or abandoned (unanswered 24 hours). ``storage/acquirer_messages.py``.
 acquirer_messages = Table(
     "acquirer_messages",
     metadata,

@@ -16,7 +16,7 @@ import pytest
 from tests.support.balances import available, credit
 from tests.support.cards import pan_ending
 from tests.support.databases import run_sql
-from tests.support.gateway import Gateway, Merchant, cli_run, new_merchant
+from tests.support.gateway import Gateway, Merchant, cli_run, new_merchant, unreachable_connection
 from tests.support.oauth import key_pair, register_key, signed_post
 from tests.support.operations import LEDGER_OK, ledger_check
 
@@ -248,8 +248,11 @@ def test_the_v4_bank_payout_of_the_original_gateways_example_answers_its_payout_
 
 
 def live_endpoint_of(m: Merchant) -> Merchant:
-    """The merchant's new live endpoint in its currency, as an operator creates it."""
-    created = m.gateway.cli("endpoint", "create", "--merchant", m.login, "--currency", m.currency, "--mode", "live")
+    """The merchant's new live endpoint in its currency, as an operator creates it (with an ISO 8583
+    connection it never reaches: its payouts are declined before any is sent)."""
+    connection = unreachable_connection(m.gateway)
+    created = m.gateway.cli("endpoint", "create", "--merchant", m.login, "--currency", m.currency, "--mode", "live",
+                            "--connection", connection)  # fmt: skip
     return Merchant(m.gateway, m.login, m.control_key, created["id"], m.currency)
 
 

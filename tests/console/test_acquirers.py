@@ -146,8 +146,11 @@ def test_a_disabled_connection_is_shown_disabled_where_endpoints_list_it_and_ena
 def test_a_live_endpoints_connections_are_held_to_the_rule_and_its_page_says_what_is_missing(
     shared_gateway: Gateway, console_as: Callable[[str], ConsoleClient], merchant: Merchant
 ) -> None:
-    admin = console_as("admin")
-    live = shared_gateway.cli("endpoint", "create", "--merchant", merchant.login, "--currency", "EUR", "--mode", "live")
+    admin, first = console_as("admin"), _name()
+    admin.post("/acquirers", {"name": first, **_fields()})
+    live = shared_gateway.cli("endpoint", "create", "--merchant", merchant.login, "--currency", "EUR",
+                              "--mode", "live", "--connection", first)  # fmt: skip
+    shared_gateway.cli("acquirer", "disable", "--name", first)
     page = admin.get(f"/merchants/{merchant.login}").text
     assert "a live endpoint needs at least one enabled ISO 8583 connection" in page
     refused = admin.post(f"/endpoints/{live['id']}/connections", {"connections": "sandbox"})
@@ -166,7 +169,7 @@ def test_a_live_endpoints_connections_are_held_to_the_rule_and_its_page_says_wha
         f"SELECT before, after FROM audit_log WHERE target = 'endpoint {live['id']}'"
         " AND action = 'endpoint.connections'",
     )
-    assert (json.loads(before), json.loads(after)) == ({"route": []}, {"route": [name]})
+    assert (json.loads(before), json.loads(after)) == ({"route": [first]}, {"route": [name]})
 
 
 def test_an_endpoints_conditions_and_cascade_list_are_typed_one_connection_a_line_and_shown_as_written(
@@ -189,6 +192,35 @@ def test_an_endpoints_conditions_and_cascade_list_are_typed_one_connection_a_lin
     assert refused.status_code == 400 and f"{name}: currency &#39;EURO&#39; is not an ISO 4217 code" in refused.text
     assert f"{name}[currency=EURO]</textarea>" in refused.text
     assert shared_gateway.cli("endpoint", "connections", "--id", str(merchant.endpoint_id))["cascade"] == "911,116"
+
+
+def test_an_admin_creates_a_live_endpoint_with_its_connections_and_is_refused_one_without(
+    shared_gateway: Gateway, console_as: Callable[[str], ConsoleClient], merchant: Merchant
+) -> None:
+    admin, name = console_as("admin"), _name()
+    fields = {"currency": "EUR", "mode": "live", "descriptor": "Shop live", "replay_window": "0"}
+    for typed, why in (
+        ("", "a live endpoint needs at least one enabled ISO 8583 connection"),
+        ("sandbox", "connection sandbox is a sandbox: it serves sandbox endpoints only"),
+        ("nowhere", "no acquirer connection named &#39;nowhere&#39;"),
+    ):
+        refused = admin.post(f"/merchants/{merchant.login}/endpoints", {**fields, "connections": typed})
+        assert refused.status_code == 400 and why in refused.text, typed
+        assert 'value="Shop live"' in refused.text  # the form keeps what was typed, to correct
+    assert [e["id"] for e in shared_gateway.cli("endpoint", "list") if e["merchant"] == merchant.login] == [
+        merchant.endpoint_id
+    ]
+    admin.post("/acquirers", {"name": name, **_fields()})
+    created = admin.post(f"/merchants/{merchant.login}/endpoints", {**fields, "connections": name})
+    assert created.status_code == 303
+    listed = shared_gateway.cli("endpoint", "list")
+    [live] = [e for e in listed if e["merchant"] == merchant.login and e["mode"] == "live"]
+    assert _route(shared_gateway, live["id"]) == [name]
+    [(after,)] = run_sql(
+        shared_gateway.database_url,
+        f"SELECT after FROM audit_log WHERE target = 'merchant {merchant.login}' AND action = 'endpoint.create'",
+    )
+    assert f'"connections":["{name}"]' in after
 
 
 def test_a_viewer_reads_connections_and_is_refused_every_change(

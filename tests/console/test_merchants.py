@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from playwright.sync_api import Page, expect
 
 from tests.support.console import ConsoleClient, Login, sign_in_page
-from tests.support.gateway import Gateway, Merchant
+from tests.support.gateway import Gateway, Merchant, unreachable_connection
 from tests.support.oauth import with_exponent
 from tests.support.operations import approved_order
 
@@ -233,6 +233,7 @@ def test_a_merchant_holding_sandbox_money_goes_live_and_keeps_that_money_in_the_
     admin = console_as("admin")
     assert admin.post(f"/endpoints/{merchant.endpoint_id}", _endpoint_fields(mode="live")).status_code == 303
     assert _endpoints_of(shared_gateway, merchant.login)[0]["mode"] == "live"
-    shared_gateway.cli("endpoint", "create", "--merchant", merchant.login, "--currency", "USD", "--mode", "live")
+    shared_gateway.cli("endpoint", "create", "--merchant", merchant.login, "--currency", "USD", "--mode", "live",
+                       "--connection", unreachable_connection(shared_gateway))  # fmt: skip
     shown = shared_gateway.cli("balance", "show", "--merchant", merchant.login)
     assert shown == [{"currency": "USD", "mode": "sandbox", "available": "50.00", "reserved": "0.00"}]

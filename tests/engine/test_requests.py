@@ -88,11 +88,12 @@ def test_a_charge_nobody_is_present_for_is_merchant_initiated_and_never_authenti
     assert authenticable(request) is None
 
 
-def test_an_authenticated_sale_carries_the_issuers_eci_and_cavv() -> None:
-    record = {"version": "2.2.0", "trans_status": "Y", "eci": "05", "authentication_value": "AAAB"}
+def test_an_authenticated_sale_carries_the_issuers_eci_and_cavv_and_the_directory_servers_id() -> None:
+    ds = "9f1c2b7e-3a4d-4e5f-8a6b-7c8d9e0f1a2b"
+    record = {"version": "2.2.0", "trans_status": "Y", "eci": "05", "authentication_value": "AAAB", "ds_trans_id": ds}
     request = request_of(_work(TxType.SALE, authentication=record), TEST_VAULT)
     assert isinstance(request, Authorize)
-    assert request.three_ds == ThreeDSResult("2.2.0", "Y", "05", "AAAB", None)
+    assert request.three_ds == ThreeDSResult("2.2.0", "Y", "05", "AAAB", ds)
 
 
 def test_a_failed_authentication_passes_nothing_on() -> None:

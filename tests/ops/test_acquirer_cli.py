@@ -54,15 +54,6 @@ def _audit(gateway: Gateway, target: str) -> list[tuple[Any, ...]]:
     )
 
 
-@pytest.fixture(scope="module")
-def live(shared_gateway: Gateway) -> Merchant:
-    """A merchant whose endpoint is live: it needs an ISO 8583 connection."""
-    login = f"m-{uuid.uuid4().hex[:10]}"
-    merchant = new_merchant(shared_gateway, login)
-    created = shared_gateway.cli("endpoint", "create", "--merchant", login, "--currency", "EUR", "--mode", "live")
-    return Merchant(shared_gateway, login, merchant.control_key, created["id"], "EUR")
-
-
 def test_a_created_connection_is_listed_and_shown_with_its_settings_and_defaults(shared_gateway: Gateway) -> None:
     name = _name()
     created = shared_gateway.cli("acquirer", "create", "--name", name, *SETTINGS, "--tls")
@@ -219,20 +210,61 @@ def test_a_route_or_cascade_list_that_cannot_be_read_is_refused_naming_it_and_ch
     assert (shown["route"], shown["cascade"]) == (["sandbox"], "default")
 
 
-def test_a_live_endpoint_takes_iso_8583_connections_only_and_disabling_its_last_is_warned_of(
-    shared_gateway: Gateway, live: Merchant
+def test_a_live_endpoint_is_created_with_its_iso_8583_connections_and_refused_without_one(
+    shared_gateway: Gateway, merchant: Merchant
 ) -> None:
-    endpoint, bank = str(live.endpoint_id), _name()
-    shown = shared_gateway.cli("endpoint", "connections", "--id", endpoint)
-    assert shown["connections"] == [] and "needs at least one enabled ISO 8583 connection" in shown["problem"]
+    create = ("endpoint", "create", "--merchant", merchant.login, "--currency", "EUR", "--mode", "live")
+
+    def endpoints() -> list[int]:
+        return [e["id"] for e in shared_gateway.cli("endpoint", "list") if e["merchant"] == merchant.login]
+
+    before = endpoints()
+    assert "a live endpoint needs its acquirer connections: give --connection NAME" in _refusal(shared_gateway, *create)
+    refused = _refusal(shared_gateway, *create, "--connection", "sandbox")
+    assert "for --connection: connection sandbox is a sandbox: it serves sandbox endpoints only" in refused
+    assert "no acquirer connection named 'nowhere'" in _refusal(shared_gateway, *create, "--connection", "nowhere")
+    bank, spare = _name(), _name()
+    for name in (bank, spare):
+        shared_gateway.cli("acquirer", "create", "--name", name, *SETTINGS)
+    shared_gateway.cli("acquirer", "disable", "--name", spare)
+    assert "a live endpoint needs at least one enabled ISO 8583 connection" in _refusal(
+        shared_gateway, *create, "--connection", spare
+    )
+    assert endpoints() == before  # nothing refused was made
+
+    created = shared_gateway.cli(*create, "--connection", spare, "--connection", bank)
+    assert (created["mode"], created["connections"]) == ("live", [spare, bank])
+    shown = shared_gateway.cli("endpoint", "connections", "--id", str(created["id"]))
+    assert (shown["connections"], shown["problem"]) == ([spare, bank], None)
+
+
+def test_a_new_sandbox_endpoint_uses_the_sandbox_unless_given_its_connections(
+    shared_gateway: Gateway, merchant: Merchant
+) -> None:
+    create = ("endpoint", "create", "--merchant", merchant.login, "--currency", "EUR")
+    assert shared_gateway.cli(*create)["connections"] == ["sandbox"]
+    bank = _name()
+    shared_gateway.cli("acquirer", "create", "--name", bank, *SETTINGS)
+    assert shared_gateway.cli(*create, "--connection", bank, "--connection", "sandbox")["connections"] == [
+        bank,
+        "sandbox",
+    ]
+
+
+def test_a_live_endpoint_takes_iso_8583_connections_only_and_disabling_its_last_is_warned_of(
+    shared_gateway: Gateway, merchant: Merchant
+) -> None:
+    bank = _name()
+    shared_gateway.cli("acquirer", "create", "--name", bank, *SETTINGS)
+    created = shared_gateway.cli("endpoint", "create", "--merchant", merchant.login, "--currency", "EUR",
+                                 "--mode", "live", "--connection", bank)  # fmt: skip
+    endpoint = str(created["id"])
     assert "connection sandbox is a sandbox: it serves sandbox endpoints only" in _refusal(
         shared_gateway, "endpoint", "connections", "--id", endpoint, "sandbox"
     )
-    shared_gateway.cli("acquirer", "create", "--name", bank, *SETTINGS)
     assert f"connection {bank} is listed twice" in _refusal(
         shared_gateway, "endpoint", "connections", "--id", endpoint, bank, bank
     )
-    shared_gateway.cli("endpoint", "connections", "--id", endpoint, bank)
 
     disabled = cli_run(shared_gateway, "acquirer", "disable", "--name", bank)
     assert disabled.returncode == 0, disabled.stderr

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 import kassa.ops.cli as cli
-from tests.support.gateway import Gateway, Merchant, cli_run, new_merchant
+from tests.support.gateway import Gateway, Merchant, cli_run, new_merchant, unreachable_connection
 
 CARD = "4111111111111111"
 
@@ -176,20 +176,15 @@ def test_endpoint_create_with_an_unknown_currency_fails_readably(shared_gateway:
     readable_failure(shared_gateway, "endpoint", "create", "--merchant", shop.login, "--currency", "XYZ")
 
 
-def test_endpoint_create_in_live_mode_is_listed_as_live(shared_gateway: Gateway, shop: Merchant) -> None:
+def test_endpoint_create_in_live_mode_is_listed_as_live_with_its_connection(
+    shared_gateway: Gateway, shop: Merchant
+) -> None:
+    connection = unreachable_connection(shared_gateway)
     created = shared_gateway.cli(
-        "endpoint",
-        "create",
-        "--merchant",
-        shop.login,
-        "--currency",
-        "EUR",
-        "--mode",
-        "live",
-        "--descriptor",
-        "SHOP*LIVE",
-    )
-    assert created["mode"] == "live"
+        "endpoint", "create", "--merchant", shop.login, "--currency", "EUR", "--mode", "live",
+        "--descriptor", "SHOP*LIVE", "--connection", connection,
+    )  # fmt: skip
+    assert (created["mode"], created["connections"]) == ("live", [connection])
     assert created["descriptor"] == "SHOP*LIVE"
     listed = {e["id"]: e for e in shared_gateway.cli("endpoint", "list")}
     assert listed[created["id"]]["mode"] == "live"

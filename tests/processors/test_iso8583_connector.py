@@ -5,22 +5,32 @@ from __future__ import annotations
 
 import itertools
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 
+from kassa.domain.recurring import date_of, midnight_ms
 from kassa.processors.iso8583 import dialect
 from kassa.sandbox.acquirer_host import AcquirerHost
 from tests.api.test_card_refs import card_ref_of, make_rebill
 from tests.api.test_payouts import BANK, payout
 from tests.api.test_payouts import CARD as PAYOUT_CARD
+from tests.api.test_recurring import card_fields, charges, move_to, subscribed
+from tests.api.test_transfers import DESTINATION, SOURCE, money, v4
+from tests.api.test_transfers import final as final_transfer
 from tests.ops.test_probes import scrape
+from tests.pages.test_threeds_merchant_hosted import through_acs, upload
 from tests.support.acquirer_host import host_on_a_thread
 from tests.support.balances import available, credit
+from tests.support.cards import pan_ending
+from tests.support.databases import run_sql
 from tests.support.gateway import Gateway, Merchant, free_port, new_merchant
+from tests.support.oauth import key_pair, register_key
 from tests.support.operations import account_verification, capture, final, preauth, refund, void
+from tests.support.receiver import Receiver, running
 
 _names = itertools.count()
 JOB_LEASE = 30  # KASSA_JOB_LEASE_SECONDS's default
@@ -41,12 +51,16 @@ def iso_merchant(make_merchant: Callable[..., Merchant], host: AcquirerHost) -> 
 
 def _connect(merchant: Merchant, name: str, host: AcquirerHost, *, response_timeout: str, sockets: str = "1") -> None:
     """An ISO 8583 connection to ``host``, the merchant's endpoint routed to it."""
-    merchant.gateway.cli(
-        "acquirer", "create", "--name", name, "--host", "127.0.0.1", "--port", str(host.port),
+    _new_connection(merchant.gateway, name, host.port, response_timeout=response_timeout, sockets=sockets)
+    merchant.gateway.cli("endpoint", "connections", "--id", str(merchant.endpoint_id), name)
+
+
+def _new_connection(gateway: Gateway, name: str, port: int, *, response_timeout: str, sockets: str = "1") -> None:
+    gateway.cli(
+        "acquirer", "create", "--name", name, "--host", "127.0.0.1", "--port", str(port),
         "--acquiring-institution-id", "123456", "--terminal-id", "TERM0001", "--card-acceptor-id", "SHOP00000000001",
         "--mcc", "5999", "--response-timeout", response_timeout, "--sockets", sockets,
     )  # fmt: skip
-    merchant.gateway.cli("endpoint", "connections", "--id", str(merchant.endpoint_id), name)
 
 
 def _sent(host: AcquirerHost, mti: str, rrn: str) -> dict[str, str]:
@@ -117,6 +131,89 @@ def test_a_sale_sent_when_the_gateway_died_is_reversed_after_restart_never_sent_
     assert (since[1]["4"], since[1]["90"][:10]) == (sent["4"], "0200" + sent["11"])
 
 
+DAY = 24 * 3600
+CARD = "4111111111111111"  # the card tests' sales and preauths charge
+WAITING = ("processing", "unknown")  # the statuses of a transaction not final yet
+
+
+@pytest.fixture
+def silent_host() -> Iterator[AcquirerHost]:
+    """A host that takes every message of the test card and answers none: reversals and repetitions neither."""
+    with host_on_a_thread(silent={CARD}) as found:
+        yield found
+
+
+def _final_after(merchant: Merchant, order: str, seconds: int) -> dict[str, str]:
+    """The order's status once final, the clock moved ``seconds`` on, and a minute more each time the
+    transaction is still waiting (its next reconciliation may have been written after the first move)."""
+    merchant.gateway.advance(seconds)
+    _minutes_until(merchant.gateway, lambda: merchant.status(orderid=order).json()["status"] not in WAITING)
+    return dict(merchant.status(orderid=order).json())
+
+
+def _minutes_until(gateway: Gateway, condition: Callable[[], bool]) -> None:
+    """Moves the clock a minute at a time until ``condition`` holds."""
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline, "waited in vain"
+        gateway.advance(60)
+        time.sleep(0.2)
+
+
+def _messages_of_order(gateway: Gateway, order: str) -> list[tuple[str, str, int]]:
+    """The order's messages as the gateway recorded them: MTI, state, repetitions."""
+    return [
+        (str(mti), str(state), int(repeats))
+        for mti, state, repeats in run_sql(
+            gateway.database_url,
+            "SELECT m.mti, m.state, m.repeats FROM acquirer_messages m"
+            f" JOIN transactions t ON t.id = m.transaction_id WHERE t.order_id = {int(order)} ORDER BY m.id",
+        )
+    ]
+
+
+def test_an_unanswered_reversal_is_repeated_each_minute_and_given_up_after_24_hours_ending_the_sale_in_911(
+    gateway_factory: Callable[..., Gateway], silent_host: AcquirerHost
+) -> None:
+    gateway = gateway_factory(KASSA_TEST_CLOCK="1")
+    merchant = new_merchant(gateway, "iso-day")
+    _connect(merchant, f"acq-day-{next(_names)}", silent_host, response_timeout="0.5")
+    with running(Receiver(free_port())) as receiver:
+        order = merchant.sale("iso-day-1", cvv2="123", server_callback_url=receiver.url).json()["paynet-order-id"]
+        _wait(lambda: [m["t"] for m in _messages_of(silent_host, 0)] == ["0200", "0400"])
+        _minutes_until(gateway, lambda: [m["t"] for m in _messages_of(silent_host, 0)] == ["0200", "0400", "0401"])
+        final = _final_after(merchant, order, DAY)
+        [callback] = receiver.wait_for(1)
+    assert (final["status"], final["error-code"]) == ("error", "911")
+    assert (callback.query["status"], callback.query["error_code"]) == ("error", "911")
+    # Given up, not repeated once more: the reversal went as 0400, then 0401 once a minute until 24 hours.
+    assert [m["t"] for m in _messages_of(silent_host, 0)] == ["0200", "0400", "0401"]
+    assert _messages_of_order(gateway, order) == [("0200", "abandoned", 2)]
+    logged = gateway.log_path.read_text()
+    assert "a message unanswered for 24 hours is given up" in logged and CARD not in logged
+    figures = scrape(gateway)
+    assert sum(v for (metric, _labels), v in figures.items() if metric == "kassa_acquirer_abandoned_total") == 1
+
+
+def test_an_unanswered_capture_advice_is_repeated_until_given_up_after_24_hours_and_ends_in_911(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    gateway = gateway_factory(KASSA_TEST_CLOCK="1")
+    merchant = new_merchant(gateway, "iso-advice")
+    with host_on_a_thread() as quiet:
+        _connect(merchant, f"acq-advice-{next(_names)}", quiet, response_timeout="0.5")
+        order = preauth(merchant, "iso-advice-1", amount="20.00").json()["paynet-order-id"]
+        assert merchant.wait_final(order)["status"] == "approved"
+        quiet.silent.add(CARD)  # the host takes the capture's advice and its repetitions, and answers none
+        capture(merchant, "iso-advice-1", order, "20.00")
+        _wait(lambda: [m["t"] for m in _messages_of(quiet, 0)] == ["0100", "0220"])
+        final = _final_after(merchant, order, DAY)
+        sent = [m["t"] for m in _messages_of(quiet, 0)]
+    assert (final["transaction-type"], final["status"], final["error-code"]) == ("capture", "error", "911")
+    assert sent == ["0100", "0220"]  # its first reconciliation came after 24 hours: nothing more was sent
+    assert _messages_of_order(gateway, order) == [("0100", "answered", 0), ("0220", "abandoned", 0)]
+
+
 def _wait(condition: Callable[[], bool], timeout: float = 10) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -124,12 +221,17 @@ def _wait(condition: Callable[[], bool], timeout: float = 10) -> None:
         time.sleep(0.02)
 
 
-def test_a_live_endpoint_without_an_iso_connection_sends_nothing_and_its_sale_ends_in_error_907(
-    make_merchant: Callable[..., Merchant],
+def test_a_live_endpoint_whose_iso_connection_is_disabled_sends_nothing_and_its_sale_ends_in_error_907(
+    shared_gateway: Gateway, make_merchant: Callable[..., Merchant], host: AcquirerHost
 ) -> None:
-    live = make_merchant(live=True)
+    name = f"acq-off-{next(_names)}"
+    _new_connection(shared_gateway, name, host.port, response_timeout="0.5")
+    live = make_merchant(live=True, connections=(name,))
+    shared_gateway.cli("acquirer", "disable", "--name", name)
+    seen = len(host.received)
     final = live.wait_final(live.sale("live-1").json()["paynet-order-id"])
     assert (final["status"], final["error-code"]) == ("error", "907")
+    assert _messages_of(host, seen) == []
 
 
 def test_a_live_endpoint_is_served_by_its_iso_connection(
@@ -137,8 +239,9 @@ def test_a_live_endpoint_is_served_by_its_iso_connection(
 ) -> None:
     # A gateway of its own: once this module's host closes, its live endpoint would leave a shared gateway
     # not ready (``/readyz``) for the tests that follow.
-    live = new_merchant(gateway_factory(), "iso-live", live=True)
-    _connect(live, f"acq-live-{next(_names)}", host, response_timeout="0.5")
+    gateway, name = gateway_factory(), f"acq-live-{next(_names)}"
+    _new_connection(gateway, name, host.port, response_timeout="0.5")
+    live = new_merchant(gateway, "iso-live", live=True, connections=(name,))
     final = live.wait_final(live.sale("live-2").json()["paynet-order-id"])
     assert final["status"] == "approved" and final["processor-rrn"] != ""
     assert _sent(host, "0200", final["processor-rrn"])["41"].strip() == "TERM0001"
@@ -168,15 +271,9 @@ def test_operators_see_each_connections_messages_answers_and_signed_on_sockets(
 def test_a_live_endpoint_whose_every_connection_is_down_makes_the_process_not_ready(
     gateway_factory: Callable[..., Gateway],
 ) -> None:
-    gateway = gateway_factory()
-    live = new_merchant(gateway, "iso-down", live=True)
-    name = f"acq-down-{next(_names)}"
-    live.gateway.cli(
-        "acquirer", "create", "--name", name, "--host", "127.0.0.1", "--port", str(free_port()),
-        "--acquiring-institution-id", "123456", "--terminal-id", "TERM0001", "--card-acceptor-id", "SHOP00000000001",
-        "--mcc", "5999", "--response-timeout", "0.2",
-    )  # fmt: skip
-    live.gateway.cli("endpoint", "connections", "--id", str(live.endpoint_id), name)
+    gateway, name = gateway_factory(), f"acq-down-{next(_names)}"
+    _new_connection(gateway, name, free_port(), response_timeout="0.2")
+    live = new_merchant(gateway, "iso-down", live=True, connections=(name,))
     assert httpx.get(f"{gateway.ops}/readyz", timeout=10).status_code == 200
     final = live.wait_final(live.sale("down-1").json()["paynet-order-id"])
     assert (final["status"], final["error-code"]) == ("error", "907")
@@ -342,3 +439,114 @@ def test_the_3ds_result_reaches_field_48(iso_merchant: Merchant, host: AcquirerH
     [message] = _messages_of(host, seen)
     items = dialect.parse_tlv(host.dialect, message["48"])
     assert (items["CV"], items["EC"], items["MI"]) == ("325", "06", "C") and len(items["CA"]) == 28
+    # EMV 3-D Secure 2.x: the directory server's transaction id, as stored with the authentication.
+    [authentication] = [t["three_ds"] for t in iso_merchant.gateway.cli("order", "show", order)["transactions"]]
+    assert (authentication["version"], items["DS"]) == ("2.2.0", authentication["ds_trans_id"])
+    assert str(uuid.UUID(items["DS"])) == items["DS"]
+
+
+def test_a_3ds_1_0_2_authentication_reaches_field_48_without_a_directory_server_id(
+    iso_merchant: Merchant, host: AcquirerHost
+) -> None:
+    seen = len(host.received)
+    order = iso_merchant.sale("iso-3ds1", cvv2="322").json()["paynet-order-id"]  # a 1.0.2 challenge
+    step = iso_merchant.wait_stage(order, leaving="sale_processing")
+    assert step["threeds-version"] == "1.0.2"
+    back = through_acs(step, term_url="https://shop.example/term")  # the right code
+    upload(iso_merchant, "upload-pares-result", order, "iso-3ds1", pares=back.fields["PaRes"], md=back.fields["MD"])
+    assert iso_merchant.wait_final(order)["status"] == "approved"
+    [message] = _messages_of(host, seen)
+    items = dialect.parse_tlv(host.dialect, message["48"])
+    assert (items["CV"], items["EC"], items["MI"]) == ("322", "05", "C") and "DS" not in items
+
+
+def _transfer(merchant: Merchant, destination: str, amount: str = "40.00") -> dict[str, str]:
+    """A v4 transfer of ``amount`` from the test card (CVV2 123) to the card ``destination``; its final status."""
+    register_key(merchant.gateway, merchant.login, key_pair()[1])
+    fields = [*money(merchant, amount), *SOURCE, ("cvv2", "123"), ("destination-card-no", destination)]
+    return final_transfer(merchant, v4(merchant, "transfer", fields))
+
+
+def test_a_card_to_card_transfer_charges_the_source_card_then_credits_the_receiving_one(
+    iso_merchant: Merchant, host: AcquirerHost
+) -> None:
+    seen = len(host.received)
+    status = _transfer(iso_merchant, DESTINATION)
+    assert (status["status"], status["transaction-type"]) == ("approved", "transfer")
+    charge, credit = _messages_of(host, seen)
+    assert (charge["t"], charge["3"], charge["4"], charge["2"]) == ("0200", "000000", "000000004000", CARD)
+    assert dialect.parse_tlv(host.dialect, charge["48"]) == {"CV": "123", "MI": "C"}
+    assert (credit["t"], credit["3"], credit["4"], credit["2"]) == ("0200", "260000", "000000004000", DESTINATION)
+    assert "48" not in credit and "14" not in credit
+    # The merchant sees the charge's references: what the cardholder's statement and a chargeback name.
+    assert status["processor-rrn"] == charge["37"] != credit["37"] and len(status["approval-code"]) == 6
+
+
+def test_a_transfer_whose_credit_is_refused_voids_its_charge_and_is_declined_as_the_credit_was(
+    iso_merchant: Merchant, host: AcquirerHost
+) -> None:
+    seen = len(host.received)
+    status = _transfer(iso_merchant, pan_ending("116"))  # the host answers its credit 51
+    assert (status["status"], status["error-code"]) == ("declined", "116")
+    charge, credit, void = _messages_of(host, seen)
+    assert (charge["t"], charge["3"], credit["t"], credit["3"]) == ("0200", "000000", "0200", "260000")
+    assert (void["t"], void["3"], void["4"], void["2"]) == ("0400", "000000", charge["4"], CARD)
+    assert dialect.parse_original_data(void["90"]) == dialect.Original.of(charge)
+
+
+def test_a_transfer_whose_credit_goes_unanswered_reverses_the_credit_voids_the_charge_and_ends_in_911(
+    iso_merchant: Merchant, host: AcquirerHost
+) -> None:
+    seen = len(host.received)
+    status = _transfer(iso_merchant, pan_ending("217"))  # the host never answers its credit
+    assert (status["status"], status["error-code"]) == ("error", "911")
+    charge, credit, reversal, void = _messages_of(host, seen)
+    assert (reversal["t"], reversal["3"], reversal["2"]) == ("0400", "260000", credit["2"])
+    assert dialect.parse_original_data(reversal["90"]) == dialect.Original.of(credit)
+    assert (void["t"], void["3"], void["2"]) == ("0400", "000000", CARD)
+    assert dialect.parse_original_data(void["90"]) == dialect.Original.of(charge)
+
+
+def test_a_recurring_payments_scheduled_charges_are_merchant_initiated_sales_without_cvv2(
+    clock_gateway: Gateway, host: AcquirerHost
+) -> None:
+    merchant = new_merchant(clock_gateway, f"iso-rec-{next(_names)}")
+    register_key(clock_gateway, merchant.login, key_pair()[1])
+    _connect(merchant, f"acq-rec-{next(_names)}", host, response_timeout="0.5")
+    seen = len(host.received)
+    payment_id = subscribed(merchant, "sub-iso", **card_fields(), period="day", **{"max-count": "2"})
+    move_to(clock_gateway, midnight_ms(date_of(clock_gateway.advance(0))) + DAY * 1000 + 60_000)
+    charged = charges(merchant, "sub-iso", 2)
+    assert [(c["status"], c["recurring-payment-id"]) for c in charged] == [("approved", payment_id)] * 2
+    sent = _messages_of(host, seen)  # one message a charge, nothing else
+    assert [m["37"] for m in sent] == [c["processor-rrn"] for c in charged]
+    for message in sent:
+        assert (message["3"], message["4"], message["2"], message["14"]) == ("000000", "000000000990", CARD, "3012")
+        assert dialect.parse_tlv(host.dialect, message["48"]) == {"MI": "R"}  # recurring; no CV
+
+
+def test_a_transfer_whose_credit_was_in_flight_when_the_gateway_died_has_it_reversed_and_its_charge_voided(
+    gateway_factory: Callable[..., Gateway], host: AcquirerHost
+) -> None:
+    gateway = gateway_factory()
+    merchant = new_merchant(gateway, "iso-transfer-crash")
+    _connect(merchant, f"acq-tcrash-{next(_names)}", host, response_timeout="30")
+    register_key(gateway, merchant.login, key_pair()[1])
+    receiving = pan_ending("444")
+    host.silent.add(receiving)  # the credit reaches the host and waits there
+    seen = len(host.received)
+    fields = [*money(merchant, "40.00"), *SOURCE, ("cvv2", "123"), ("destination-card-no", receiving)]
+    order = v4(merchant, "transfer", fields).json()["paynet-order-id"]
+    _wait(lambda: [m["t"] + m["3"] for m in _messages_of(host, seen)] == ["0200000000", "0200260000"])
+    gateway.kill()
+    host.silent.clear()
+
+    restarted = gateway_factory(KASSA_TEST_CLOCK="1")
+    merchant.gateway = restarted
+    restarted.advance(JOB_LEASE)
+    status = merchant.wait_final(order)
+    assert (status["status"], status.get("error-code")) == ("error", "911")
+    charge, credit, reversal, void = _messages_of(host, seen)  # nothing was sent again as new
+    assert dialect.parse_original_data(reversal["90"]) == dialect.Original.of(credit)
+    assert dialect.parse_original_data(void["90"]) == dialect.Original.of(charge)
+    assert (reversal["3"], void["3"], void["2"]) == ("260000", "000000", CARD)

@@ -5,6 +5,7 @@ dialect and read back with pyiso8583's ``default_ascii`` alone."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 
 import iso8583
@@ -34,9 +35,12 @@ from kassa.processors.iso8583.messages import (
     Terminal,
     Unsupported,
     build,
+    charge_of,
+    credit_of,
     network,
     repeat_of,
     reversal_of,
+    void_of,
 )
 
 REFERENCE = dialect.load("reference")
@@ -205,10 +209,26 @@ def test_a_payout_to_anything_but_a_card_is_unsupported_without_quoting_it(desti
     assert "4400" not in str(refused.value) and "7911" not in str(refused.value) and "ann@" not in str(refused.value)
 
 
-def test_a_transfer_charges_the_source_card_not_the_destination() -> None:
-    fields = sent(REQUESTS[-1][1])
-    assert fields["2"] == PAN
-    assert OTHER_PAN not in orjson.dumps(fields).decode()
+TRANSFER = Transfer(**BASE, amount=300, card=CARD, destination=CardNumber(OTHER_PAN), initiator=Initiator.CARDHOLDER)
+
+
+def test_a_transfer_is_the_charge_of_its_source_card_then_the_credit_of_the_receiving_one() -> None:
+    charge, credit = sent(charge_of(TRANSFER)), sent(credit_of(TRANSFER))
+    assert (charge["t"], charge["3"], charge["4"], charge["2"]) == ("0200", "000000", "000000000300", PAN)
+    assert dialect.parse_tlv(REFERENCE, charge["48"]) == {"CV": "837", "MI": "C"}
+    assert (credit["t"], credit["3"], credit["4"], credit["2"]) == ("0200", "260000", "000000000300", OTHER_PAN)
+    assert OTHER_PAN not in orjson.dumps(charge).decode() and PAN not in orjson.dumps(credit).decode()
+    assert "48" not in credit
+    assert sent(TRANSFER) == charge  # a transfer's first message
+
+
+def test_a_transfers_void_names_its_charge_and_gives_back_its_whole_amount_without_the_cvv2() -> None:
+    void = void_of(TRANSFER, replace(AUTHORIZATION, amount=300))  # the charge, as it was sent
+    fields = sent(void, original=AS_SALE, card=void.card)
+    assert (fields["t"], fields["3"], fields["4"], fields["2"], fields["14"]) == (
+        "0400", "000000", "000000000300", PAN, "2812"
+    )  # fmt: skip
+    assert fields["90"][:20] == "0200" + "000123" + "1125235959" and "48" not in fields
 
 
 @pytest.mark.parametrize(("name", "request_", "follow_up", "mti", "processing_code", "amount"), REQUESTS, ids=IDS)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 import pytest
 
 from kassa.domain.destinations import Phone
 from kassa.domain.lifecycle import Stage
-from kassa.domain.threeds_protocol import ThreeDSPath
+from kassa.domain.threeds_protocol import VERSION_1, VERSION_2, ThreeDSPath
 from kassa.processors.interface import Authorize, Card, Credit, Initiator, Original, Refund
 from kassa.sandbox.acquirer import SandboxProcessor, decide
 from kassa.sandbox.issuer import SandboxIssuer
@@ -61,6 +62,13 @@ def test_the_issuer_picks_the_authentication_path_by_cvv2(cvv: str, path: ThreeD
 
 def test_a_card_sent_without_a_cvv2_is_not_authenticated() -> None:
     assert asyncio.run(SandboxIssuer().path(_sale(None))) is None
+
+
+def test_the_directory_server_gives_each_2x_authentication_its_own_uuid_and_1_0_2_none() -> None:
+    issuer = SandboxIssuer()
+    first, second = issuer.ds_trans_id(VERSION_2), issuer.ds_trans_id(VERSION_2)
+    assert first is not None and str(uuid.UUID(first)) == first and first != second
+    assert issuer.ds_trans_id(VERSION_1) is None
 
 
 def test_follow_ups_on_an_authorization_are_approved_whatever_the_card() -> None:

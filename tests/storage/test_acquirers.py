@@ -102,12 +102,20 @@ def test_a_bad_setting_is_refused_naming_it_and_the_sandbox_takes_none(db: Datab
         db.write_sync(lambda conn: acquirers.change(conn, TEST_VAULT, "sandbox", {}, "key", False, 2000))
 
 
+def _live_endpoint(db: Database, merchant_id: int, names: list[str]) -> int:
+    """A live EUR endpoint of the merchant, created with the connections ``names``."""
+    spec = merchant_store.EndpointSpec(merchant_id, "EUR", Mode.LIVE, False, "", None, None, False)
+
+    def create(conn: Connection) -> int:
+        return merchant_store.create_endpoint(conn, spec, 0, [acquirers.by_name(conn, name) for name in names])
+
+    return db.write_sync(create)
+
+
 def test_endpoints_whose_route_a_disabled_connection_breaks_are_named(db: Database) -> None:
     merchant_id, sandbox_endpoint = db.write_sync(shop_endpoint)
-    spec = merchant_store.EndpointSpec(merchant_id, "EUR", Mode.LIVE, False, "", None, None, False)
-    live = db.write_sync(lambda conn: merchant_store.create_endpoint(conn, spec, 0))
     bank = _create(db, "bank")
-    db.write_sync(lambda conn: acquirers.set_route(conn, live, _route("bank")))
+    live = _live_endpoint(db, merchant_id, ["bank"])
     db.write_sync(lambda conn: acquirers.set_route(conn, sandbox_endpoint, _route("bank", "sandbox")))
     assert db.read_sync(lambda conn: acquirers.route_problems(conn, bank.id)) == {}
     db.write_sync(lambda conn: acquirers.set_enabled(conn, "bank", False, 2000))
@@ -116,15 +124,38 @@ def test_endpoints_whose_route_a_disabled_connection_breaks_are_named(db: Databa
     }
 
 
-def test_a_new_sandbox_endpoint_is_routed_to_the_sandbox_and_a_live_one_to_nothing(db: Database) -> None:
+def test_a_new_sandbox_endpoint_is_routed_to_the_sandbox_and_a_live_one_to_the_connections_given(
+    db: Database,
+) -> None:
     merchant_id, sandbox_endpoint = db.write_sync(shop_endpoint)
-    spec = merchant_store.EndpointSpec(merchant_id, "EUR", Mode.LIVE, False, "", None, None, False)
-    live_endpoint = db.write_sync(lambda conn: merchant_store.create_endpoint(conn, spec, 0))
+    for name in ("bank", "other"):
+        _create(db, name)
+    live_endpoint = _live_endpoint(db, merchant_id, ["other", "bank"])
     found = db.read_sync(lambda conn: acquirers.routings(conn, [sandbox_endpoint, live_endpoint]))
     assert {endpoint: [c.name for c in routing.connections] for endpoint, routing in found.items()} == {
         sandbox_endpoint: ["sandbox"],
-        live_endpoint: [],
+        live_endpoint: ["other", "bank"],
     }
+
+
+@pytest.mark.parametrize(
+    ("names", "message"),
+    [
+        ([], "a live endpoint needs at least one enabled ISO 8583 connection"),
+        (["sandbox"], "a sandbox: it serves sandbox endpoints only"),
+        (["off"], "a live endpoint needs at least one enabled ISO 8583 connection"),
+        (["bank", "bank"], "connection bank is listed twice"),
+    ],
+)
+def test_a_live_endpoint_the_rule_refuses_is_not_created(db: Database, names: list[str], message: str) -> None:
+    merchant_id, _endpoint_id = db.write_sync(shop_endpoint)
+    for name in ("bank", "off"):
+        _create(db, name)
+    db.write_sync(lambda conn: acquirers.set_enabled(conn, "off", False, 2000))
+    with pytest.raises(merchant_store.Refused, match=message):
+        _live_endpoint(db, merchant_id, names)
+    listed = db.read_sync(lambda conn: merchant_store.endpoints_of(conn, TEST_VAULT, merchant_id))
+    assert [e.mode for e in listed] == [Mode.SANDBOX]
 
 
 def test_a_route_is_kept_in_the_order_given_and_replaced_whole(db: Database) -> None:
@@ -160,10 +191,8 @@ def test_a_route_is_kept_in_the_order_given_and_replaced_whole(db: Database) -> 
 )
 def test_a_route_the_rule_refuses_leaves_the_old_one(db: Database, names: list[str], message: str) -> None:
     merchant_id, _endpoint_id = db.write_sync(shop_endpoint)
-    spec = merchant_store.EndpointSpec(merchant_id, "EUR", Mode.LIVE, False, "", None, None, False)
-    live = db.write_sync(lambda conn: merchant_store.create_endpoint(conn, spec, 0))
     _create(db, "bank")
-    db.write_sync(lambda conn: acquirers.set_route(conn, live, _route("bank")))
+    live = _live_endpoint(db, merchant_id, ["bank"])
     with pytest.raises((acquirers.Refused, merchant_store.NotFound), match=message):
         db.write_sync(lambda conn: acquirers.set_route(conn, live, _route(*names)))
     assert [c.name for c in db.read_sync(lambda conn: acquirers.route(conn, live))] == ["bank"]

@@ -11,13 +11,14 @@ from kassa.storage import balances, ledger, merchants
 from kassa.storage.database import Database
 from kassa.storage.tables import balances as balances_table
 from kassa.storage.tables import ledger_entries, orders
-from tests.support.databases import TEST_VAULT
+from tests.support.databases import TEST_VAULT, nowhere_connection
 
 
 def _order(conn: Connection, mode: Mode = Mode.SANDBOX, login: str = "big") -> tuple[int, dict[str, object]]:
     merchant = merchants.create_merchant(conn, TEST_VAULT, login, "k" * 32, False, 0)
     spec = merchants.EndpointSpec(merchant.id, "KWD", mode, False, "", None, None, False)
-    endpoint_id = merchants.create_endpoint(conn, spec, 0)
+    route = [nowhere_connection(conn, TEST_VAULT)] if mode is Mode.LIVE else []
+    endpoint_id = merchants.create_endpoint(conn, spec, 0, route)
     row = {
         "merchant_id": merchant.id, "endpoint_id": endpoint_id, "client_orderid": "o-1", "tx_type": "sale",
         "amount": 10**12, "currency": "KWD", "request_fingerprint": "f", "created_at_ms": 0, "mode": mode.value,

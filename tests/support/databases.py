@@ -102,6 +102,22 @@ def run_sql(database_url: str, statement: str) -> list[tuple[Any, ...]]:
         engine.dispose()
 
 
+# The settings of an ISO 8583 connection to a host that does not exist (``.invalid`` never resolves).
+NOWHERE = {
+    "host": "acquirer.invalid", "port": "8583", "acquiring_institution_id": "123456", "terminal_id": "TERM0001",
+    "card_acceptor_id": "SHOP00000000001", "mcc": "5999",
+}  # fmt: skip
+
+
+def nowhere_connection(conn: Any, vault: Vault) -> Any:
+    """An ISO 8583 connection to a host that does not exist, written in ``conn``'s transaction: what a live
+    endpoint needs, for tests that send it nothing."""
+    from kassa.domain.acquirers import read_link
+    from kassa.storage import acquirers as acquirer_store
+
+    return acquirer_store.create(conn, vault, f"nowhere-{uuid.uuid4().hex[:12]}", read_link(NOWHERE), None, 0)
+
+
 def shop_endpoint(conn: Any) -> tuple[int, int]:
     """A merchant ``shop`` (control key ``SHOP_CONTROL_KEY``) with a USD sandbox endpoint, written in ``conn``'s
     transaction; returns the merchant's and the endpoint's ids."""

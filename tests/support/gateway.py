@@ -263,6 +263,17 @@ class Merchant:
         )
 
 
+def unreachable_connection(gateway: Gateway) -> str:
+    """An ISO 8583 connection to a host that does not exist, made as operators make one (`kassa acquirer
+    create`); its name. For the live endpoints of tests that send them nothing."""
+    from tests.support.databases import NOWHERE
+
+    name = f"nowhere-{uuid.uuid4().hex[:12]}"
+    settings = [text for key, value in NOWHERE.items() for text in (f"--{key.replace('_', '-')}", value)]
+    gateway.cli("acquirer", "create", "--name", name, *settings)
+    return name
+
+
 def minor_units(amount: str) -> str:
     whole, _, fraction = amount.partition(".")
     return str(int(whole + fraction.ljust(2, "0")))
@@ -274,17 +285,23 @@ def new_merchant(
     currency: str = "USD",
     *,
     live: bool = False,
+    connections: tuple[str, ...] = (),
     classic: bool = False,
     descriptor: str = "",
     multi_capture: bool = False,
 ) -> Merchant:
     """A merchant with one endpoint, written straight to the gateway's database (the same rows `kassa
-    merchant create` and `kassa endpoint create` write; tests/ops covers the commands themselves)."""
+    merchant create` and `kassa endpoint create` write; tests/ops covers the commands themselves). The
+    endpoint's acquirer connections are ``connections``, by name; a live endpoint given none gets an ISO
+    8583 connection of its own to a host that does not exist, for tests that send it nothing (a live
+    endpoint is never made without one)."""
     from kassa.domain.merchants import Mode
     from kassa.settings import Settings
+    from kassa.storage import acquirers as acquirer_store
     from kassa.storage import merchants as store
     from kassa.storage.database import open_database
     from kassa.vault.keys import load_vault
+    from tests.support.databases import nowhere_connection
 
     vault = load_vault(Settings.from_env(gateway.env).vault_source)
 
@@ -292,7 +309,10 @@ def new_merchant(
         merchant = store.create_merchant(conn, vault, login, uuid.uuid4().hex, False, 0)
         mode = Mode.LIVE if live else Mode.SANDBOX
         spec = store.EndpointSpec(merchant.id, currency, mode, classic, descriptor, None, None, multi_capture)
-        return merchant.control_key, store.create_endpoint(conn, spec, 0)
+        route = [acquirer_store.by_name(conn, name) for name in connections]
+        if live and not route:
+            route = [nowhere_connection(conn, vault)]
+        return merchant.control_key, store.create_endpoint(conn, spec, 0, route)
 
     db = open_database(gateway.database_url, threads=1)
     try:

@@ -158,20 +158,32 @@ async def endpoint_create(console: Console, visit: Visit) -> Response:
     except Problem as problem:
         return await _detail(console, visit, login, 400, problem=str(problem), new_endpoint=dict(form))
     multi_capture, classic = bool(form.get("multi_capture")), bool(form.get("classic"))
+    names = _names(form.get("connections", ""))
 
     def create(conn: Connection) -> tuple[None, dict[str, Any]]:
         spec = merchant_store.EndpointSpec(
             merchant_store.merchant_id(conn, login), cur.code, chosen["mode"], classic, chosen["descriptor"],
             chosen["min_amount"], chosen["max_amount"], multi_capture, None, chosen["replay_window_seconds"],
         )  # fmt: skip
-        endpoint_id = merchant_store.create_endpoint(conn, spec, now_ms())
-        return None, {"endpoint": endpoint_id, "currency": cur.code, **_audited(chosen), "multi_capture": multi_capture}
+        route = [acquirer_store.by_name(conn, name) for name in names]
+        endpoint_id = merchant_store.create_endpoint(conn, spec, now_ms(), route)
+        routed = [c.name for c in acquirer_store.route(conn, endpoint_id)]
+        settings = {**_audited(chosen), "multi_capture": multi_capture, "connections": routed}
+        return None, {"endpoint": endpoint_id, "currency": cur.code, **settings}
 
     try:
         await console.audited(visit, Action.ENDPOINT_CREATE, f"merchant {login}", create)
+    except (acquirer_store.NoConnection, merchant_store.Refused) as refused:
+        why = f"Acquirer connections of the new endpoint: {refused}."
+        return await _detail(console, visit, login, 400, problem=why, new_endpoint=dict(form))
     except merchant_store.NotFound as missing:
         return visit.page("refused.html", 404, reason=f"Not found: {missing}.")
     return _to_merchant(login)
+
+
+def _names(typed: str) -> list[str]:
+    """Connection names as a form field holds them, separated by commas."""
+    return [name.strip() for name in typed.split(",") if name.strip()]
 
 
 def _audited(settings: dict[str, Any]) -> dict[str, Any]:

@@ -182,6 +182,15 @@ _WINDOW_HELP = (
 @click.option("--max-amount", default=None, help="Decimal, in the endpoint's currency.")
 @click.option("--multi-capture", is_flag=True, help="Allow several partial captures of one preauth.")
 @click.option("--replay-window", type=_WINDOW, default=0, help=_WINDOW_HELP)
+@click.option(
+    "--connection",
+    "connections",
+    multiple=True,
+    metavar="NAME",
+    help="An acquirer connection payments go to (`kassa acquirer list`); repeat it for several, in the order "
+    "payments try them. A live endpoint needs an enabled ISO 8583 one; a sandbox endpoint given none uses the "
+    "sandbox.",
+)
 @json_option
 def endpoint_create(
     login: str,
@@ -194,25 +203,41 @@ def endpoint_create(
     max_amount: str | None,
     multi_capture: bool,
     replay_window: int,
+    connections: tuple[str, ...],
     as_json: bool,
 ) -> None:
-    """Create an endpoint for one currency."""
+    """Create an endpoint for one currency, with its acquirer connections."""
     try:
         code = money.currency(currency).code
     except money.AmountError as problem:
         raise click.BadParameter(str(problem), param_hint="--currency") from None
+    if Mode(mode) is Mode.LIVE and not connections:
+        raise click.UsageError(
+            "a live endpoint needs its acquirer connections: give --connection NAME, an enabled ISO 8583 "
+            "connection (`kassa acquirer list`), once for each, in the order payments try them"
+        )
     low, high = _minor(min_amount, code), _minor(max_amount, code)
     opener = vault()
 
-    def create(conn: Connection) -> Endpoint:
+    def create(conn: Connection) -> tuple[Endpoint, list[str]]:
         owner = merchant_store.merchant_id(conn, login)
         spec = merchant_store.EndpointSpec(
             owner, code, Mode(mode), classic, descriptor, low, high, multi_capture, endpoint_id, replay_window
         )
-        return merchant_store.load_endpoint(conn, opener, merchant_store.create_endpoint(conn, spec, now_ms()))
+        route = [acquirer_store.by_name(conn, name) for name in connections]
+        created = merchant_store.create_endpoint(conn, spec, now_ms(), route)
+        routed = [c.name for c in acquirer_store.route(conn, created)]
+        return merchant_store.load_endpoint(conn, opener, created), routed
 
-    created = write(create, f"endpoint id {endpoint_id} is taken")
-    emit(as_json, _endpoint_dict(created), [f"endpoint {created.id} ({code}, {mode}) created for {login}"])
+    try:
+        created, routed = write(create, f"endpoint id {endpoint_id} is taken")
+    except merchant_store.Refused as refused:
+        raise click.BadParameter(str(refused), param_hint="--connection") from None
+    emit(
+        as_json,
+        {**_endpoint_dict(created), "connections": routed},
+        [f"endpoint {created.id} ({code}, {mode}) created for {login}, connections: {', '.join(routed)}"],
+    )
 
 
 @endpoint.command("update")

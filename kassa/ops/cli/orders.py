@@ -67,7 +67,8 @@ def order_show(order_id: int, as_json: bool) -> None:
 
 
 _THREE_DS_FIELDS = (
-    "version", "path", "server_trans_id", "acs_trans_id", "comp_ind", "trans_status", "eci", "authentication_value",
+    "version", "path", "server_trans_id", "acs_trans_id", "ds_trans_id", "comp_ind", "trans_status", "eci",
+    "authentication_value",
 )  # fmt: skip
 
 

@@ -10,8 +10,10 @@ Choices the contract leaves open, in the reference dialect:
 - A payout check (``Credit`` with ``check_only``) is an account status inquiry: a 0100 with the credit's
   processing code (``260000``) and field 4 = 0, as the verification kind sends it; nothing is moved, and no
   capture ever follows it.
-- A transfer is the charge of its source card, a sale (0200 ``000000``): paying the receiving card is the
-  acquirer's side of a transfer in this dialect, which has no field for a second card.
+- A transfer from a card to a card is two messages, as §15's table has them: the charge of its source card,
+  a sale (0200 ``000000``, ``charge_of``), and once that is approved the original credit to the receiving
+  card (0200 ``260000``, field 2 the receiving card, ``credit_of``); a credit that fails is followed by the
+  charge's void (0400 naming the charge, ``void_of``). ``build`` gives a transfer's first message.
 - Only cards (``Card``, ``CardNumber``) can be paid: a bank account, e-wallet or phone is ``Unsupported``.
 - The gateway's time is UTC, so fields 12 and 13 (its local time) are UTC as field 7 is.
 """
@@ -21,9 +23,9 @@ from __future__ import annotations
 import functools
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import assert_never
+from typing import Any, assert_never
 
 from kassa.domain import money
 from kassa.domain.destinations import CardNumber
@@ -115,7 +117,7 @@ def build(
             return _charge(dialect, kind, common, request.amount, request.card, request.initiator, request.three_ds)
         case Verify():
             return _charge(dialect, Kind.VERIFICATION, common, 0, request.card, request.initiator, request.three_ds)
-        case Transfer():
+        case Transfer():  # its first message, the charge (``charge_of``); the credit follows it
             return _charge(
                 dialect, Kind.SALE, common, request.amount, request.card, request.initiator, request.three_ds
             )
@@ -136,6 +138,28 @@ def build(
             return {**fields, **_card(card)}
         case _:
             assert_never(request)
+
+
+def charge_of(transfer: Transfer) -> Authorize:
+    """A transfer's first message: the sale of its source card, as the cardholder's own payment is sent."""
+    return Authorize(
+        **_base(transfer), card=transfer.card, capture=True, initiator=transfer.initiator, three_ds=transfer.three_ds
+    )
+
+
+def credit_of(transfer: Transfer) -> Credit:
+    """A transfer's second message, once its charge is approved: the original credit to the receiving card."""
+    return Credit(**_base(transfer), destination=transfer.destination)
+
+
+def void_of(transfer: Transfer, charge: Original) -> Reverse:
+    """The void of a transfer's approved charge, ``charge`` as it was sent, when its credit failed: the money
+    taken from the source card is given back before settlement."""
+    return Reverse(**_base(transfer), original=charge, card=replace(transfer.card, cvv=None))
+
+
+def _base(transfer: Transfer) -> dict[str, Any]:
+    return {name: getattr(transfer, name) for name in ("order_id", "serial", "amount", "currency", "descriptor")}
 
 
 def reversal_of(dialect: Dialect, sent: Mapping[str, str], stan: str, now: datetime, repeat: bool = False) -> Fields:
