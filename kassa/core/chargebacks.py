@@ -169,7 +169,7 @@ def _recorded(
     return Recorded(dispute_id, order["id"], planned, order["currency"], True)
 
 
-def close(conn: Connection, dispute_id: int, won: bool, actor: str, now_ms: int) -> Record:
+def close(conn: Connection, dispute_id: int, won: bool, actor: str, now_ms: int, address: str = "") -> Record:
     """Ends an open dispute: won credits its amount back to the merchant's balance (once: the dispute is
     locked, and only an open one closes), lost leaves the chargeback standing. The dispute as it now is."""
     found = store.lock_dispute(conn, dispute_id)
@@ -187,8 +187,9 @@ def close(conn: Connection, dispute_id: int, won: bool, actor: str, now_ms: int)
     assert closed, "the dispute is locked and open"
     amount = money.format_amount(found["amount"], money.currency(found["currency"]))
     after = {"state": state.value, "credited": amount if won else None, "currency": found["currency"]}
+    target = f"dispute {dispute_id}"
     entry = audit_log.Entry(
-        actor, Action.CHARGEBACK_CLOSE.code, f"dispute {dispute_id}", before={"state": "open"}, after=after
+        actor, Action.CHARGEBACK_CLOSE.code, target, before={"state": "open"}, after=after, address=address
     )
     audit_log.append(conn, entry, now_ms)
     shown = store.dispute(conn, dispute_id)

@@ -133,6 +133,11 @@ def minor_amount(report: Reported, order_currency: str, name: str) -> int:
     return minor
 
 
+def age_days(disputed_on: str, today: datetime.date) -> int:
+    """How many days ago the acquirer reported the dispute."""
+    return (today - datetime.date.fromisoformat(disputed_on)).days
+
+
 def dedup_key(order_id: int, report: Reported, amount: int) -> str:
     """What makes two reports one dispute: the same order, reason code, day and amount."""
     return f"{order_id}|{report.reason_code}|{report.disputed_on}|{amount}"

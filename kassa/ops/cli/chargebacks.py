@@ -4,7 +4,6 @@ Every chargeback recorded and every dispute closed is written to the audit log a
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from sqlalchemy import Connection
 from kassa.clock import now_ms
 from kassa.core import chargebacks
 from kassa.domain import money
-from kassa.domain.chargebacks import DisputeState, LineError, read_file, reason_codes, reported
+from kassa.domain.chargebacks import DisputeState, LineError, age_days, read_file, reason_codes, reported
 from kassa.ops.cli.common import cli_actor, emit, json_option, read, write
 from kassa.storage import chargebacks as chargeback_store
 from kassa.storage import merchants as merchant_store
@@ -142,7 +141,7 @@ def _dispute(row: Record, now: int) -> dict[str, Any]:
         "scheme": code.scheme if code else None,
         "reason": code.meaning if code else "",
         "date": disputed_on,
-        "age_days": (chargebacks.today(now) - datetime.date.fromisoformat(disputed_on)).days,
+        "age_days": age_days(disputed_on, chargebacks.today(now)),
         "state": row["state"],
         "opened_by": row["opened_by"],
     }
