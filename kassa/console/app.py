@@ -15,6 +15,7 @@ from kassa.console.access import Console
 from kassa.console.views import (
     acquirers,
     balances,
+    disputes,
     merchants,
     operators,
     orders,
@@ -26,7 +27,9 @@ from kassa.console.views import (
 )
 from kassa.runtime import Services
 
-VIEWS = (session, overview, orders, merchants, acquirers, balances, settlement, subscriptions, payouts, operators)
+VIEWS = (
+    session, overview, orders, merchants, acquirers, balances, settlement, subscriptions, payouts, disputes, operators,
+)  # fmt: skip
 
 Bound = Callable[[Console, Request], Awaitable[Response]]
 

@@ -9,7 +9,7 @@ import orjson
 from sqlalchemy import Connection
 
 from kassa.domain.callbacks import callback_fields, destination
-from kassa.domain.transactions import TxType, reported
+from kassa.domain.transactions import TxType, reported, rule
 from kassa.storage import callbacks as callback_store
 from kassa.storage.callbacks import CallbackLease, Due, Sender
 from kassa.storage.prepared import Record
@@ -30,12 +30,14 @@ def queue_callbacks(
     conn: Connection, order: Record, tx: Record, now_ms: int, lease: CallbackLease | None, sender: Sender | None = None
 ) -> Queued:
     """Outbox rows for ``tx`` (as it now stands in the database), which reached a final status: to the
-    ``server_callback_url`` for the order's own transaction, to the ``notify_url`` for every one. With a
+    ``server_callback_url`` for the order's own transaction and for one the acquirer reported (a
+    chargeback), to the ``notify_url`` for every one. With a
     ``lease``, those that wait for no earlier callback are written leased, for its owner to deliver at once.
     Without a ``sender`` at hand, it is read only when there is a callback to send."""
     targets = [("notify", order["notify_url"])]
     # A two-step payout's pay reports to the server_callback_url its check named, as the one payout it is.
-    if reported(TxType(tx["tx_type"])) == reported(TxType(order["tx_type"])):
+    tx_type = TxType(tx["tx_type"])
+    if reported(tx_type) == reported(TxType(order["tx_type"])) or rule(tx_type).acquirer_reported:
         targets.insert(0, ("server_callback", order["server_callback_url"]))
     targets = [(kind, url) for kind, url in targets if url]
     if not targets:

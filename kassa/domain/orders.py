@@ -20,10 +20,11 @@ class Refusal(StrEnum):
 
 
 class OrderRuleError(Exception):
-    def __init__(self, refusal: Refusal, message: str) -> None:
+    def __init__(self, refusal: Refusal, message: str, left: int | None = None) -> None:
         super().__init__(message)
         self.refusal = refusal
         self.message = message
+        self.left = left  # a refused amount's: what the order still allows (minor units), for operators
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,12 @@ class OrderState:
         return self.total([TxType.REVERSAL])
 
     @property
+    def given_back_left(self) -> int:
+        """What is captured and not yet returned nor charged back (those in flight count as done): the most
+        a further return or chargeback may take."""
+        return self.captured - self.total([TxType.REVERSAL, TxType.CHARGEBACK], include_open=True)
+
+    @property
     def ended(self) -> bool:
         """Cancelled or voided (approved, or on its way)."""
         return self.any_of([TxType.CANCEL, TxType.VOID])
@@ -117,8 +124,21 @@ def plan_return(order: OrderState, amount: int | None) -> tuple[TxType, int]:
         if amount is not None and amount != order.amount:
             raise OrderRuleError(Refusal.AMOUNT, "a preauth is cancelled whole: omit amount")
         return TxType.CANCEL, order.amount
-    reversible = order.captured - order.total([TxType.REVERSAL], include_open=True)
-    return TxType.REVERSAL, _within(amount, reversible, "what is left to return")
+    return TxType.REVERSAL, _within(amount, order.given_back_left, "what is left to return")
+
+
+def plan_chargeback(order: OrderState, amount: int) -> int:
+    """A chargeback the acquirer reported (CONTRACT §16): money taken that the card's issuer took back, at
+    most what was captured and is not yet returned or charged back."""
+    if not order.root.approved or not order.allows(FollowUp.RETURN):
+        raise OrderRuleError(Refusal.STATE, "a chargeback needs an approved sale or a captured preauth")
+    if amount <= 0:
+        raise OrderRuleError(Refusal.AMOUNT, "the amount must be greater than zero")
+    left = order.given_back_left
+    if amount > left:
+        message = "amount exceeds what is left to charge back (captured, not returned or charged back)"
+        raise OrderRuleError(Refusal.AMOUNT, message, left=max(left, 0))
+    return amount
 
 
 def plan_void(order: OrderState) -> int:
@@ -132,6 +152,8 @@ def plan_void(order: OrderState) -> int:
         raise OrderRuleError(Refusal.STATE, "another operation on this order is in progress")
     if order.any_of([TxType.REVERSAL]):
         raise OrderRuleError(Refusal.STATE, "the order has returns: use return")
+    if order.any_of([TxType.CHARGEBACK]):
+        raise OrderRuleError(Refusal.STATE, "the order has a chargeback")
     return order.captured or order.amount
 
 

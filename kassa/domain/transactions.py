@@ -105,6 +105,9 @@ class TxRule:
     on_failed: Effect = Effect.NONE  # posted when it ends declined, filtered or in error
     reported_as: str | None = None  # the transaction-type merchants see, when not the type's own name
     flow: Flow = Flow.NONE
+    # No merchant's request made it (an operator records what the acquirer reported): the order's
+    # server_callback_url hears of it as of the order's own transaction (CONTRACT §16).
+    acquirer_reported: bool = False
 
     def reads_destination(self, *, has_card: bool) -> bool:
         """Whether the order keeps a destination (``payout_destinations``): a card-to-card transfer's
@@ -172,7 +175,7 @@ TX_RULES: Mapping[TxType, TxRule] = {
     TxType.CANCEL: TxRule("cancel", Direction.RELEASE, Needs.NOTHING, Effect.RELEASE_HOLD, flow=Flow.REVERSE),
     TxType.VOID: TxRule("void", Direction.RELEASE, Needs.NOTHING, Effect.RELEASE_ALL, flow=Flow.REVERSE),
     TxType.REVERSAL: TxRule("reversal", Direction.OUT, Needs.NOTHING, Effect.GIVE_BACK, flow=Flow.REFUND),
-    TxType.CHARGEBACK: TxRule("chargeback", Direction.OUT, Needs.NOTHING, Effect.GIVE_BACK),
+    TxType.CHARGEBACK: TxRule("chargeback", Direction.OUT, Needs.NOTHING, Effect.GIVE_BACK, acquirer_reported=True),
     TxType.PAYOUT: _from_balance("payout"),
     # payout-check: the destination checked, the order registered, no money moved (payout-pay adds the
     # payout itself to the order).

@@ -61,14 +61,36 @@ def adjust(conn: Connection, merchant_id: int, currency: str, amount: int, reaso
         return False
     if amount > 0:
         balances.move(conn, owner, amount, 0, now_ms)
-    adjustment_id = conn.execute(
-        insert(balance_adjustments)
-        .values(merchant_id=merchant_id, currency=currency, amount=amount, reason=reason, created_at_ms=now_ms)
-        .returning(balance_adjustments.c.id)
-    ).scalar_one()
-    entry_owner = {"merchant_id": merchant_id, "currency": currency, "mode": Mode.SANDBOX.value, "id": None}
-    _insert(conn, entry_owner, None, adjustment_id, [(Account.EXTERNAL, -amount), (Account.SETTLED, amount)], now_ms)
+    _adjustment(conn, owner, amount, reason, now_ms)
     return True
+
+
+def credit_back(conn: Connection, order: Record, amount: int, reason: str, now_ms: int) -> int:
+    """A credit of the order's merchant balance, in the order's mode (a dispute won gives back what its
+    chargeback took); the adjustment's id. Posted against the outside world, not on the order's accounts:
+    the order's transactions still say what happened to its money."""
+    owner = _owner(order)
+    balances.move(conn, owner, amount, 0, now_ms)
+    return _adjustment(conn, owner, amount, reason, now_ms)
+
+
+def _adjustment(conn: Connection, owner: balances.Owner, amount: int, reason: str, now_ms: int) -> int:
+    adjustment_id = int(
+        conn.execute(
+            insert(balance_adjustments)
+            .values(
+                merchant_id=owner.merchant_id,
+                currency=owner.currency,
+                amount=amount,
+                reason=reason,
+                created_at_ms=now_ms,
+            )
+            .returning(balance_adjustments.c.id)
+        ).scalar_one()
+    )
+    entry_owner = {"merchant_id": owner.merchant_id, "currency": owner.currency, "mode": owner.mode.value, "id": None}
+    _insert(conn, entry_owner, None, adjustment_id, [(Account.EXTERNAL, -amount), (Account.SETTLED, amount)], now_ms)
+    return adjustment_id
 
 
 def _balance_deltas(posting: Posting) -> tuple[int, int]:

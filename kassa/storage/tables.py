@@ -263,6 +263,8 @@ transactions = Table(
     # Transactions by stage and type in id order: settlement's unsettled money and the open authorizations
     # that may expire, read in batches by id.
     Index("ix_transactions_expiry", "stage", "tx_type", "id"),
+    # An acquirer's reference, as its chargeback reports name an order (migration 0026).
+    Index("ix_transactions_processor_rrn", "processor_rrn"),
     sqlite_autoincrement=True,
 )
 
@@ -651,4 +653,30 @@ acquirer_link_states = Table(
     Column("last_error", String(300)),  # which socket and why, never a message's content
     Column("last_error_at_ms", BigInteger),
     Column("updated_at_ms", BigInteger, nullable=False),
+)
+
+# The disputes behind chargebacks (CONTRACT §16): each names the ``chargeback`` transaction it made on its
+# order, the scheme's reason code and the day the acquirer reported it. ``dedup_key`` (order, reason, day,
+# amount) makes a line imported twice one dispute. A dispute won credits its amount back to the merchant's
+# balance once, as the adjustment it names. ``storage/chargebacks.py``.
+chargebacks = Table(
+    "chargebacks",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("order_id", ForeignKey("orders.id"), nullable=False),
+    Column("transaction_id", ForeignKey("transactions.id"), nullable=False, unique=True),
+    Column("merchant_id", ForeignKey("merchants.id"), nullable=False),
+    Column("amount", BigInteger, nullable=False),
+    Column("currency", String(3), nullable=False),
+    Column("reason_code", String(8), nullable=False),
+    Column("disputed_on", String(10), nullable=False),  # YYYY-MM-DD, as the acquirer reported it
+    Column("dedup_key", String(128), nullable=False, unique=True),
+    Column("state", String(8), nullable=False),  # open, won, lost
+    Column("opened_by", String(254), nullable=False),  # cli:{os user}, or an operator's email
+    Column("created_at_ms", BigInteger, nullable=False),
+    Column("closed_by", String(254)),
+    Column("closed_at_ms", BigInteger),
+    Column("adjustment_id", ForeignKey("balance_adjustments.id")),  # a won dispute's credit
+    Index("ix_chargebacks_state", "state", "disputed_on", "id"),
+    sqlite_autoincrement=True,
 )

@@ -13,6 +13,7 @@ from kassa.domain.orders import (
     may_expire,
     plan_capture,
     plan_card_ref,
+    plan_chargeback,
     plan_return,
     plan_void,
 )
@@ -112,3 +113,46 @@ def test_card_ref_of_an_order_not_approved_is_refused(root: Stage) -> None:
 
 def test_card_ref_of_a_payout_is_refused() -> None:
     refused(Refusal.STATE, plan_card_ref, order(TxType.PAYOUT, 1_000))
+
+
+# --- chargebacks ------------------------------------------------------------------------------------------
+
+
+def test_chargeback_takes_at_most_what_is_captured_and_not_returned() -> None:
+    state = order(TxType.SALE, 100, TxRecord(TxType.REVERSAL, APPROVED, 30))
+    assert plan_chargeback(state, 70) == 70
+    with pytest.raises(OrderRuleError) as caught:
+        plan_chargeback(state, 71)
+    assert (caught.value.refusal, caught.value.left) == (Refusal.AMOUNT, 70)
+    assert "left to charge back" in caught.value.message
+
+
+def test_chargebacks_and_returns_in_flight_count_against_each_other() -> None:
+    state = order(
+        TxType.SALE, 100, TxRecord(TxType.CHARGEBACK, APPROVED, 60), TxRecord(TxType.REVERSAL, PROCESSING, 30)
+    )
+    assert plan_chargeback(state, 10) == 10
+    refused(Refusal.AMOUNT, plan_chargeback, state, 11)
+    refused(Refusal.AMOUNT, plan_return, state, 11)
+    assert plan_return(state, None) == (TxType.REVERSAL, 10)
+
+
+def test_chargeback_on_a_preauth_counts_only_its_captures() -> None:
+    state = order(TxType.PREAUTH, 100, TxRecord(TxType.CAPTURE, APPROVED, 40))
+    assert plan_chargeback(state, 40) == 40
+    refused(Refusal.AMOUNT, plan_chargeback, state, 41)
+    refused(Refusal.AMOUNT, plan_chargeback, order(TxType.PREAUTH, 100), 1)
+
+
+@pytest.mark.parametrize("kind", [TxType.ACCOUNT_VERIFICATION, TxType.PAYOUT])
+def test_chargeback_of_an_order_that_took_no_card_money_is_refused(kind: TxType) -> None:
+    refused(Refusal.STATE, plan_chargeback, order(kind, 100), 1)
+
+
+def test_chargeback_of_a_declined_sale_or_of_nothing_is_refused() -> None:
+    refused(Refusal.STATE, plan_chargeback, order(TxType.SALE, 100, root=DECLINED), 1)
+    refused(Refusal.AMOUNT, plan_chargeback, order(TxType.SALE, 100), 0)
+
+
+def test_void_after_a_chargeback_is_refused() -> None:
+    refused(Refusal.STATE, plan_void, order(TxType.SALE, 100, TxRecord(TxType.CHARGEBACK, APPROVED, 10)))

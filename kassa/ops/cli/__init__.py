@@ -29,6 +29,7 @@ COMMAND_MODULES = {
     "ledger": "orders",
     "balance": "balances",
     "recurring": "recurring",
+    "chargeback": "chargebacks",
     "callbacks": "callbacks",
     "operator": "operators",
     "backup": "backups",
