@@ -16,7 +16,9 @@ import signal
 RECURRING_CHARGE_OPENED = "RECURRING_CHARGE_OPENED"
 # create-recurring-payment has written its payment, after its OAuth nonce, in one transaction not yet committed.
 RECURRING_PAYMENT_WRITTEN = "RECURRING_PAYMENT_WRITTEN"
-POINTS = (RECURRING_CHARGE_OPENED, RECURRING_PAYMENT_WRITTEN)
+# An acquirer's answer to a payment is recorded with its message; the transaction's outcome is not yet.
+ACQUIRER_ANSWER_RECORDED = "ACQUIRER_ANSWER_RECORDED"
+POINTS = (RECURRING_CHARGE_OPENED, RECURRING_PAYMENT_WRITTEN, ACQUIRER_ANSWER_RECORDED)
 
 _armed: str | None = None
 

@@ -118,6 +118,13 @@ class Route:
         outstanding = next((m for m in reversed(sent) if m["state"] in messages.PENDING), None)
         if outstanding is not None:
             return await (await self._connectors.by_id(outstanding["connection_id"])).process(request)
+        if sent and sent[-1]["state"] != messages.State.UNSENT:
+            # The last try ended (answered, reversed) but the job stopped before its outcome was recorded: that
+            # outcome stands, unless it is one to cascade on. Never sent again as new, never to another
+            # acquirer after an approval.
+            ended = await (await self._connectors.by_id(sent[-1]["connection_id"])).reconcile(request)
+            if not self._cascades(ended):
+                return ended
         payment = payment_of(request)
         matching = [t for t in self._tries if t.conditions.match(payment)]
         if not matching:

@@ -76,6 +76,7 @@ class AcquirerHost:
         self.answer_with = answer_with
         # The messages received, decoded and so in clear: in memory only, for tests to inspect.
         self.received: deque[Fields] = deque(maxlen=keep)
+        self.answered: deque[Fields] = deque(maxlen=keep)  # the answers that went out, for tests to compare
         self._tls = tls
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
@@ -169,6 +170,7 @@ class AcquirerHost:
             await asyncio.sleep(delay)
         try:
             await framing.write_message(writer, dialect.encode(self.dialect, answer))
+            self.answered.append(answer)
         except ConnectionError:
             log.info("acquirer host: the connection closed before an answer went out")
 

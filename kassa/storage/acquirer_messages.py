@@ -64,6 +64,7 @@ _MOVE = Prepared(
     .values(
         state=bindparam("state"),
         response_code=func.coalesce(bindparam("response_code"), acquirer_messages.c.response_code),
+        approval_code=func.coalesce(bindparam("approval_code"), acquirer_messages.c.approval_code),
         repeats=acquirer_messages.c.repeats + bindparam("repeated"),
         updated_at_ms=bindparam("now_ms"),
     )
@@ -111,9 +112,17 @@ def rrn_of(message_id: int) -> str:
 
 
 def move(
-    conn: Connection, message_id: int, state: State, now_ms: int, *, response_code: str | None = None, repeated: int = 0
+    conn: Connection,
+    message_id: int,
+    state: State,
+    now_ms: int,
+    *,
+    response_code: str | None = None,
+    approval_code: str | None = None,
+    repeated: int = 0,
 ) -> None:
     values = {"message_id": message_id, "state": state.value, "response_code": response_code, "now_ms": now_ms}
+    values["approval_code"] = approval_code
     _MOVE.execute(conn, {**values, "repeated": repeated})
 
 

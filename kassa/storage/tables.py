@@ -623,6 +623,7 @@ acquirer_messages = Table(
     Column("sent_at_ms", BigInteger, nullable=False),  # fields 7, 12 and 13 are this moment
     Column("state", String(16), nullable=False),
     Column("response_code", String(2)),
+    Column("approval_code", String(6)),  # field 38 of an approving answer
     Column("repeats", Integer, nullable=False),  # reversals or advice repetitions sent
     Column("updated_at_ms", BigInteger, nullable=False),
     Index("ix_acquirer_messages_transaction", "transaction_id", "id"),

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kassa import crashpoints
 from kassa.sandbox.acquirer_host import AcquirerHost
 from tests.api.test_payouts import CARD as PAYOUT_CARD
 from tests.api.test_payouts import payout
@@ -22,6 +23,7 @@ from tests.support.operations import final
 from tests.support.proxy import _self_signed
 
 _names = itertools.count()
+JOB_LEASE = 30  # KASSA_JOB_LEASE_SECONDS's default
 MASTERCARD = "5555555555554444"
 
 
@@ -178,3 +180,30 @@ def test_a_tls_link_presents_the_client_certificate_sealed_as_the_connections_se
 def _tls_connection(merchant: Merchant, host: AcquirerHost, secret: Path | None) -> None:
     options = ("--secret-file", str(secret)) if secret else ()
     _route(merchant, create_connection(merchant.gateway, host.port, "--tls", *options, response_timeout="1"))
+
+
+def test_an_approval_recorded_before_the_gateway_died_stands_and_nothing_is_sent_again(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    doomed = gateway_factory(KASSA_TEST_CLOCK="1", KASSA_TEST_CRASH_POINT=crashpoints.ACQUIRER_ANSWER_RECORDED)
+    merchant = new_merchant(doomed, f"m-{uuid.uuid4().hex[:10]}")
+    with host_on_a_thread() as first, host_on_a_thread() as second:
+        _route(merchant, _connection(merchant, first), _connection(merchant, second))
+        order = merchant.sale(f"route-{next(_names)}").json()["paynet-order-id"]
+        assert doomed.process is not None and doomed.process.wait(30) == -9  # the answer recorded, not the outcome
+        assert (len(_payments(first)), len(_payments(second))) == (1, 0)
+
+        restarted = gateway_factory(KASSA_TEST_CLOCK="1")
+        merchant.gateway = restarted
+        restarted.advance(JOB_LEASE)
+        approved = merchant.wait_final(order)
+        [message] = _payments(first)
+        assert approved["status"] == "approved"
+        assert (approved["processor-rrn"], approved["approval-code"]) == (message["37"], _answer_of(first, message))
+        assert not _payments(second)  # not charged again elsewhere
+
+
+def _answer_of(host: AcquirerHost, message: dict[str, str]) -> str:
+    """The approval code the host gave ``message``."""
+    [answer] = [a for a in host.answered if a.get("37") == message["37"] and a["t"] != "0810"]
+    return answer["38"]

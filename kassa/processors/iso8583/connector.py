@@ -22,13 +22,13 @@ import dataclasses
 import datetime
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 
 from sqlalchemy import Connection as DbConnection
 
-from kassa import metrics
+from kassa import crashpoints, metrics
 from kassa.clock import now_ms
 from kassa.domain.action_codes import ActionCode
 from kassa.domain.lifecycle import Stage
@@ -84,8 +84,10 @@ class IsoProcessor:
         return self._link
 
     async def process(self, request: Request) -> Outcome:
+        """Sends ``request``, unless a message of it went out before (a job run again after a crash, or one
+        whose reversal is repeated): then its outcome is that message's, reconciled."""
         last = await self._db.read_point(lambda conn: store.last_of(conn, request.serial))
-        if last is not None and last["state"] in store.PENDING:  # sent before a restart, or being reversed
+        if last is not None and last["state"] != State.UNSENT:
             return await self.reconcile(request)
         return await self.send(request)
 
@@ -100,6 +102,8 @@ class IsoProcessor:
         again, until answered or given up."""
         if last is None or last["state"] == State.UNSENT:
             return Outcome(Stage.UNKNOWN)  # nothing reached the host: a new try is the job's to make
+        if last["state"] == State.ANSWERED:  # its outcome not recorded yet when the job stopped (a crash)
+            return self._recorded_answer(last)
         if last["state"] in (State.REVERSED, State.ABANDONED):
             return _timed_out()
         if last["state"] in store.PENDING and now_ms() - last["sent_at_ms"] >= REPEATED_FOR_MS:
@@ -133,7 +137,13 @@ class IsoProcessor:
         def record(conn: DbConnection) -> int:
             if after is not None:
                 store.move(
-                    conn, after.message_id, after.state, moment, response_code=after.code, repeated=after.repeated
+                    conn,
+                    after.message_id,
+                    after.state,
+                    moment,
+                    response_code=after.code,
+                    approval_code=after.approval_code,
+                    repeated=after.repeated,
                 )
             return store.sent(conn, serial, self.connection_id, mti, code, stan, _ms(at))
 
@@ -195,7 +205,7 @@ class IsoProcessor:
         charged = iso.answer_of(self._dialect, answer)
         if charged.stage is not Stage.APPROVED:
             return await self._answered(sent["id"], answer)
-        approved = _End(sent["id"], State.ANSWERED, answer.get("39"))
+        approved = _End(sent["id"], State.ANSWERED, answer.get("39"), approval_code=answer.get("38"))
         credit = messages.credit_of(request)
         credit_sent, credit_fields = await self._recorded(credit, None, after=approved)
         undo = partial(self._voided, request, sent)
@@ -260,7 +270,9 @@ class IsoProcessor:
         if credit["state"] == State.ABANDONED:
             return _timed_out()
         if self._credit_outcome(credit["state"], credit["response_code"]).stage is Stage.APPROVED:
-            return Outcome(Stage.APPROVED, processor_rrn=store.rrn_of(charge["id"]))
+            return Outcome(
+                Stage.APPROVED, approval_code=charge["approval_code"], processor_rrn=store.rrn_of(charge["id"])
+            )
         return await undo(_End(credit["id"], State(credit["state"]), credit["response_code"]))
 
     def _void_of(self, request: Transfer, charge: Record) -> tuple[Reverse, SentOriginal]:
@@ -341,7 +353,18 @@ class IsoProcessor:
         return answer
 
     async def _answered(self, message_id: int, answer: Fields) -> Outcome:
-        await self._moved(message_id, State.ANSWERED, response_code=answer.get("39"))
+        await self._moved(message_id, State.ANSWERED, response_code=answer.get("39"), approval_code=answer.get("38"))
+        crashpoints.reached(crashpoints.ACQUIRER_ANSWER_RECORDED)
+        return self._as_answered({**answer, "37": answer.get("37", store.rrn_of(message_id))})
+
+    def _recorded_answer(self, message: Record) -> Outcome:
+        """The outcome of ``message`` as its answer, recorded, gave it."""
+        fields = {"39": message["response_code"] or "", "37": store.rrn_of(message["id"])}
+        if message["approval_code"]:
+            fields["38"] = message["approval_code"]
+        return self._as_answered(fields)
+
+    def _as_answered(self, answer: Mapping[str, str]) -> Outcome:
         found = iso.answer_of(self._dialect, answer)
         return Outcome(
             found.stage,
@@ -352,11 +375,19 @@ class IsoProcessor:
         )
 
     async def _moved(
-        self, message_id: int, state: State, *, response_code: str | None = None, repeated: int = 0
+        self,
+        message_id: int,
+        state: State,
+        *,
+        response_code: str | None = None,
+        approval_code: str | None = None,
+        repeated: int = 0,
     ) -> None:
-        moment = now_ms()
+        moment, approval = now_ms(), approval_code
         await self._db.write(
-            lambda conn: store.move(conn, message_id, state, moment, response_code=response_code, repeated=repeated)
+            lambda conn: store.move(
+                conn, message_id, state, moment, response_code=response_code, approval_code=approval, repeated=repeated
+            )
         )
 
 
@@ -369,6 +400,7 @@ class _End:
     state: State
     code: str | None = None
     repeated: int = 0
+    approval_code: str | None = None
 
 
 _NOT_SIGNED_ON = Outcome(Stage.ERROR, ActionCode.ISSUER_INOPERATIVE, "No connection to the acquirer is signed on")
