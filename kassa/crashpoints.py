@@ -1,8 +1,8 @@
 """Crash points, for tests only: with ``KASSA_TEST_CRASH_POINT=name`` (and ``KASSA_TEST_CLOCK=1``) a
 process kills itself with SIGKILL, as ``kill -9`` would, when it reaches the point of that name. Crash
-tests (tests/engine/test_recurring_processes.py, tests/api/test_oauth.py) use it to stop a process
-between two steps they could not otherwise hit, and show that the restart neither skips nor repeats the
-work.
+tests (tests/engine/test_recurring_processes.py, tests/api/test_oauth.py, tests/processors/test_connectors.py)
+use it to stop a process between two steps they could not otherwise hit, and show that the restart neither
+skips nor repeats the work.
 
 A point is reached inside a unit of work: the process dies with the database transaction open, as it
 would if the machine lost power there."""
