@@ -231,6 +231,12 @@ def test_a_merchant_holding_sandbox_money_goes_live_and_keeps_that_money_in_the_
     shared_gateway.cli("balance", "credit", "--merchant", merchant.login, "--currency", "USD", "--amount", "50.00",
                        "--reason", "sandbox money")  # fmt: skip
     admin = console_as("admin")
+    refused = admin.post(f"/endpoints/{merchant.endpoint_id}", _endpoint_fields(mode="live"))
+    assert refused.status_code == 400  # served by the sandbox alone, it could take no live payment
+    assert f"Endpoint {merchant.endpoint_id} cannot go live: connection sandbox is a sandbox" in refused.text
+    assert _endpoints_of(shared_gateway, merchant.login)[0]["mode"] == "sandbox"
+    connection = unreachable_connection(shared_gateway)
+    shared_gateway.cli("endpoint", "connections", "--id", str(merchant.endpoint_id), connection)
     assert admin.post(f"/endpoints/{merchant.endpoint_id}", _endpoint_fields(mode="live")).status_code == 303
     assert _endpoints_of(shared_gateway, merchant.login)[0]["mode"] == "live"
     shared_gateway.cli("endpoint", "create", "--merchant", merchant.login, "--currency", "USD", "--mode", "live",

@@ -209,12 +209,21 @@ async def endpoint_update(console: Console, visit: Visit) -> Response:
     chosen["enabled"] = bool(visit.form.get("enabled"))
 
     def change(conn: Connection) -> tuple[dict[str, Any], dict[str, Any]]:
-        before = _audited(_current(merchant_store.load_endpoint(conn, vault, endpoint_id)))
+        current = merchant_store.load_endpoint(conn, vault, endpoint_id)
+        if chosen["mode"] is Mode.LIVE and current.mode is not Mode.LIVE:
+            problem = route_problem(Mode.LIVE, acquirer_store.route(conn, endpoint_id))
+            if problem:  # a live endpoint is never left unable to take a payment (or approved by the sandbox)
+                raise merchant_store.Refused(f"Endpoint {endpoint_id} cannot go live: {problem}.")
+        before = _audited(_current(current))
         after = _audited(_current(merchant_store.update_endpoint(conn, vault, endpoint_id, **chosen)))
         changed = [name for name in after if after[name] != before[name]]
         return {name: before[name] for name in changed}, {name: after[name] for name in changed}
 
-    await console.audited(visit, Action.ENDPOINT_UPDATE, f"endpoint {endpoint_id}", change)
+    try:
+        await console.audited(visit, Action.ENDPOINT_UPDATE, f"endpoint {endpoint_id}", change)
+    except merchant_store.Refused as refused:
+        shown = {"problem": str(refused), "edited": {endpoint_id: dict(visit.form)}, "editing": endpoint_id}
+        return await _detail(console, visit, login, 400, **shown)
     console.services.directory.forget()
     return _to_merchant(login)
 
