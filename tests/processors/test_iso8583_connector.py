@@ -23,7 +23,7 @@ from tests.api.test_transfers import DESTINATION, SOURCE, money, v4
 from tests.api.test_transfers import final as final_transfer
 from tests.ops.test_probes import scrape
 from tests.pages.test_threeds_merchant_hosted import through_acs, upload
-from tests.support.acquirer_host import host_on_a_thread
+from tests.support.acquirer_host import host_on_a_thread, iso_connection
 from tests.support.balances import available, credit
 from tests.support.cards import pan_ending
 from tests.support.databases import run_sql
@@ -384,6 +384,57 @@ def test_a_partial_return_goes_as_a_refund_naming_the_sale(iso_merchant: Merchan
     sale = _sent(host, "0200", sold["processor-rrn"])
     assert (message["t"], message["3"], message["4"]) == ("0200", "200000", "000000001250")
     assert message["90"][:10] == "0200" + sale["11"] and "CV" not in message.get("48", "")
+
+
+def test_a_cancel_of_a_preauthorization_goes_as_a_0400_advice_of_its_whole_amount(
+    iso_merchant: Merchant, host: AcquirerHost
+) -> None:
+    order = preauth(iso_merchant, "iso-c1", amount="25.00").json()["paynet-order-id"]
+    held = iso_merchant.wait_final(order)
+    seen = len(host.received)
+    cancelled = final(iso_merchant, refund(iso_merchant, "iso-c1", order))
+    assert (cancelled["transaction-type"], cancelled["status"]) == ("cancel", "approved")
+    [advice] = _messages_of(host, seen)
+    authorization = _sent(host, "0100", held["processor-rrn"])
+    assert (advice["t"], advice["3"], advice["4"], advice["90"][:10]) == (
+        "0400",
+        "000000",
+        "000000002500",
+        "0100" + authorization["11"],
+    )
+
+
+def test_a_full_return_goes_as_a_refund_of_the_whole_sale(iso_merchant: Merchant, host: AcquirerHost) -> None:
+    order = iso_merchant.sale("iso-r2", amount="30.00").json()["paynet-order-id"]
+    sold = iso_merchant.wait_final(order)
+    seen = len(host.received)
+    returned = final(iso_merchant, refund(iso_merchant, "iso-r2", order, "30.00"))
+    assert (returned["transaction-type"], returned["status"]) == ("reversal", "approved")
+    [message] = _messages_of(host, seen)
+    assert (message["t"], message["3"], message["4"]) == ("0200", "200000", "000000003000")
+    assert message["90"][:10] == "0200" + _sent(host, "0200", sold["processor-rrn"])["11"]
+
+
+# CONTRACT §15's table: field 39 → the outcome and error-code merchants see.
+RESPONSE_CODES = {
+    "00": ("approved", None), "08": ("approved", None), "11": ("approved", None),
+    "51": ("declined", "116"), "54": ("declined", "101"), "57": ("declined", "119"),
+    "41": ("declined", "208"), "43": ("declined", "209"), "14": ("declined", "111"),
+    "61": ("declined", "121"), "65": ("declined", "123"), "91": ("error", "907"), "96": ("error", "909"),
+    "05": ("declined", "100"), "N7": ("declined", "100"),
+}  # fmt: skip
+
+
+def test_each_response_code_of_the_contract_gives_its_outcome_and_error_code(
+    make_merchant: Callable[..., Merchant],
+) -> None:
+    merchant = make_merchant()
+    with host_on_a_thread() as answering:
+        iso_connection(merchant, answering)
+        for code, outcome in RESPONSE_CODES.items():
+            answering.answer_with = code
+            ended = merchant.wait_final(merchant.sale(f"iso-code-{code}").json()["paynet-order-id"])
+            assert (ended["status"], ended.get("error-code")) == outcome, code
 
 
 def test_an_account_verification_is_a_0100_of_nothing(iso_merchant: Merchant, host: AcquirerHost) -> None:
