@@ -4,6 +4,8 @@ means what its table says, and what logs see of a message holds no card number o
 
 from __future__ import annotations
 
+from importlib import resources
+
 import iso8583
 import orjson
 import pytest
@@ -247,3 +249,17 @@ def test_an_unreadable_field_48_or_a_too_short_card_number_is_hidden_whole() -> 
 def test_a_dialect_that_is_not_there_is_refused_by_name(name: str) -> None:
     with pytest.raises(DialectError):
         dialect.load(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    sorted(
+        path.name.removesuffix(".toml")
+        for path in resources.files("kassa.processors.iso8583").joinpath("dialects").iterdir()
+        if path.name.endswith(".toml")
+    ),
+)
+def test_every_dialect_file_loads_and_carries_every_kind_of_message(name: str) -> None:
+    loaded = dialect.load(name)  # a file that cannot be used is a DialectError naming what is wrong
+    assert set(loaded.messages) == set(Kind)
+    assert dialect.decode(loaded, dialect.encode(loaded, {"t": "0800", "7": "1126093015", "11": "000001"}))
