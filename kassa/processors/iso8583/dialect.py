@@ -252,9 +252,13 @@ def padded_value(dialect: Dialect, name: str, value: str) -> str:
 
 
 def _check_digits(dialect: Dialect, fields: Mapping[str, str]) -> None:
-    digits = dialect.digits
-    for name, value in fields.items():
-        if name in digits and value and not (value.isascii() and value.isdigit()):
+    names = dialect.digits.intersection(fields)
+    joined = "".join([fields[name] for name in names])  # one check of them all, on every message
+    if not joined or (joined.isascii() and joined.isdigit()):
+        return
+    for name in sorted(names, key=lambda n: (n != "t", int(n) if n.isdigit() else 0)):
+        value = fields[name]
+        if value and not (value.isascii() and value.isdigit()):
             raise MessageError(f"field {name} must be digits")
 
 
