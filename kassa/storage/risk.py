@@ -1,0 +1,164 @@
+"""Risk rules as stored (``risk_rules``), their velocity counts (``risk_velocity``) and the orders they
+filtered or would have (``risk_hits``). A velocity key's buckets are read by primary key under a lock on
+the key (PostgreSQL: a transaction-scoped advisory lock; SQLite: its one writer), so that of concurrent
+sales on one key each sees the others' counts: none slips through a limit."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import orjson
+from sqlalchemy import Connection, func, insert, select, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from kassa.domain.risk import Kind, Mode, Per, Rule, Tally, Velocity
+from kassa.storage.prepared import Record
+from kassa.storage.tables import cards, risk_hits, risk_rules, risk_velocity
+
+
+@dataclass(frozen=True, slots=True)
+class NewRule:
+    kind: Kind
+    mode: Mode
+    merchant_id: int | None
+    endpoint_id: int | None
+    entries: tuple[str, ...]
+    velocity: Velocity | None
+    note: str
+    created_by: str
+
+
+def create(conn: Connection, new: NewRule, now_ms: int) -> int:
+    v = new.velocity
+    values = {
+        "kind": new.kind.value,
+        "mode": new.mode.value,
+        "merchant_id": new.merchant_id,
+        "endpoint_id": new.endpoint_id,
+        "entries": orjson.dumps(list(new.entries)).decode(),
+        "per": v.per.value if v else None,
+        "limit_value": v.limit if v else None,
+        "window_ms": v.window_ms if v else None,
+        "currency": v.currency if v else None,
+        "note": new.note,
+        "created_by": new.created_by,
+        "created_at_ms": now_ms,
+    }
+    rule_id: int = conn.execute(insert(risk_rules).values(values).returning(risk_rules.c.id)).scalar_one()
+    return rule_id
+
+
+def disable(conn: Connection, rule_id: int, now_ms: int) -> bool:
+    """False when there is no such rule or it was disabled before."""
+    done = conn.execute(
+        update(risk_rules)
+        .where(risk_rules.c.id == rule_id, risk_rules.c.disabled_at_ms.is_(None))
+        .values(disabled_at_ms=now_ms)
+    )
+    return done.rowcount == 1
+
+
+def find(conn: Connection, rule_id: int) -> Record | None:
+    row = conn.execute(select(risk_rules).where(risk_rules.c.id == rule_id)).mappings().first()
+    return None if row is None else dict(row)
+
+
+def listed(conn: Connection, *, include_disabled: bool) -> list[Record]:
+    query = select(risk_rules).order_by(risk_rules.c.id)
+    if not include_disabled:
+        query = query.where(risk_rules.c.disabled_at_ms.is_(None))
+    return [dict(row) for row in conn.execute(query).mappings()]
+
+
+def enabled_rules(conn: Connection) -> tuple[Rule, ...]:
+    """Every enabled rule, in id order (the order they run and lock their keys in)."""
+    return tuple(rule_of(row) for row in listed(conn, include_disabled=False))
+
+
+def rule_of(row: Record) -> Rule:
+    velocity = None
+    if row["per"] is not None:
+        velocity = Velocity(Per(row["per"]), row["limit_value"], row["window_ms"], row["currency"])
+    return Rule(
+        id=row["id"],
+        kind=Kind(row["kind"]),
+        mode=Mode(row["mode"]),
+        merchant_id=row["merchant_id"],
+        endpoint_id=row["endpoint_id"],
+        entries=tuple(orjson.loads(row["entries"])),
+        velocity=velocity,
+    )
+
+
+def card_facts(conn: Connection, card_id: int) -> tuple[str, str]:
+    """A stored card's fingerprint and BIN: what rules know a rebill's card by."""
+    row = conn.execute(select(cards.c.pan_fingerprint, cards.c.bin).where(cards.c.id == card_id)).one()
+    return row[0], row[1]
+
+
+def key_digest(per: Per, value: str) -> str:
+    """The velocity key a value is counted under: e-mail addresses and IP addresses are not stored."""
+    return hashlib.sha256(f"{per.value}:{value}".encode()).hexdigest()
+
+
+def lock_key(conn: Connection, rule_id: int, key: str) -> None:
+    """Serializes the sales counted under one rule's key until the transaction ends. Two-int advisory locks
+    do not meet the migration's one-bigint lock."""
+    if conn.dialect.name == "postgresql":
+        key_number = int.from_bytes(bytes.fromhex(key[:8]), "big", signed=True)
+        conn.execute(text("SELECT pg_advisory_xact_lock(:rule, :key)"), {"rule": rule_id, "key": key_number})
+
+
+def tally(conn: Connection, rule_id: int, key: str, since_bucket_ms: int) -> Tally:
+    """The key's sales counted from ``since_bucket_ms`` on (an index range of the primary key)."""
+    row = conn.execute(
+        select(
+            func.coalesce(func.sum(risk_velocity.c.count), 0), func.coalesce(func.sum(risk_velocity.c.amount), 0)
+        ).where(
+            risk_velocity.c.rule_id == rule_id,
+            risk_velocity.c.key == key,
+            risk_velocity.c.bucket_ms >= since_bucket_ms,
+        )
+    ).one()
+    return Tally(int(row[0]), int(row[1]))
+
+
+def count_sale(conn: Connection, rule_id: int, key: str, bucket_ms: int, amount: int) -> None:
+    dialect_insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
+    statement = dialect_insert(risk_velocity).values(
+        rule_id=rule_id, key=key, bucket_ms=bucket_ms, count=1, amount=amount
+    )
+    conn.execute(
+        statement.on_conflict_do_update(
+            index_elements=[risk_velocity.c.rule_id, risk_velocity.c.key, risk_velocity.c.bucket_ms],
+            set_={"count": risk_velocity.c.count + 1, "amount": risk_velocity.c.amount + statement.excluded.amount},
+        )
+    )
+
+
+def record_hits(conn: Connection, order_id: int, hits: Sequence[tuple[int, bool]], now_ms: int) -> None:
+    """The rules (id, dry-run) that filtered the order or would have."""
+    rows = [{"rule_id": r, "order_id": order_id, "dry_run": dry, "at_ms": now_ms} for r, dry in hits]
+    conn.execute(insert(risk_hits), rows)
+
+
+def filtered_by(conn: Connection, order_id: int) -> int | None:
+    """The rule that filtered the order, if one did."""
+    found = conn.execute(
+        select(risk_hits.c.rule_id).where(risk_hits.c.order_id == order_id, risk_hits.c.dry_run.is_(False))
+    ).first()
+    return None if found is None else int(found[0])
+
+
+def hit_counts(conn: Connection, rule_id: int, since_ms: int) -> int:
+    """The orders the rule filtered (or in dry-run would have) since ``since_ms``."""
+    return int(
+        conn.execute(
+            select(func.count())
+            .select_from(risk_hits)
+            .where(risk_hits.c.rule_id == rule_id, risk_hits.c.at_ms >= since_ms)
+        ).scalar_one()
+    )
