@@ -1,0 +1,114 @@
+"""Risk rules run in an order's opening transaction (CONTRACT §16): an order a rule filters ends
+``filtered`` there and then, its callbacks queued, no processing job written, nothing sent to any
+acquirer. Rules are cached per process for as long as endpoints are (KASSA_ENDPOINT_CACHE_SECONDS), so
+that a deployment with no rules reads none per sale."""
+
+from __future__ import annotations
+
+import time
+import weakref
+
+import orjson
+from sqlalchemy import Connection, Engine
+
+from kassa.core import outcomes
+from kassa.domain import risk
+from kassa.domain.lifecycle import Stage
+from kassa.domain.risk import Rule, Sale, Verdict
+from kassa.processors.interface import Outcome
+from kassa.storage import risk as store
+from kassa.storage.orders import NewOrder, Started
+
+_cache_seconds = 2.0  # the process's endpoint cache time (``cache_for``)
+_cache: weakref.WeakKeyDictionary[Engine, tuple[float, tuple[Rule, ...]]] = weakref.WeakKeyDictionary()
+
+
+def rules_for(conn: Connection, merchant_id: int, endpoint_id: int) -> tuple[Rule, ...]:
+    """The enabled rules of the endpoint and of its merchant, as this process last read them."""
+    now = time.monotonic()
+    cached = _cache.get(conn.engine)
+    if cached is None or cached[0] <= now:
+        cached = (now + _cache_seconds, store.enabled_rules(conn))
+        _cache[conn.engine] = cached
+    if not cached[1]:
+        return ()
+    return tuple(r for r in cached[1] if r.endpoint_id == endpoint_id or r.merchant_id == merchant_id)
+
+
+def cache_for(seconds: float) -> None:
+    """How long this process keeps the rules it read: as long as its endpoints (a process-wide
+    setting, set once at start-up)."""
+    global _cache_seconds
+    _cache_seconds = seconds
+    _cache.clear()
+
+
+def forget() -> None:
+    """Drops the rules this process cached, so that it sees an operator's change at once; other processes
+    see it within the cache time."""
+    _cache.clear()
+
+
+def screen(conn: Connection, rules: tuple[Rule, ...], new: NewOrder, started: Started) -> Started | None:
+    """Runs ``rules`` on the order just opened: the order filtered, its callbacks queued (the ``Started``
+    returned says so), or None when it goes on. Dry-run rules that would have filtered it are recorded;
+    the sale is counted by the velocity limits only when it goes on."""
+    sale = _sale(conn, new)
+    verdict = risk.screen_lists(rules, sale)
+    counted: list[tuple[int, str, int]] = []
+    if verdict.filtered_by is None:
+        verdict, counted = _velocity(conn, rules, sale, verdict, new.now_ms)
+    hits = [(r.id, True) for r in verdict.would_filter]
+    if verdict.filtered_by is not None:
+        hits.append((verdict.filtered_by.id, False))
+    if hits:
+        store.record_hits(conn, started.order_id, hits, new.now_ms)
+    if verdict.filtered_by is None:
+        for rule_id, key, bucket in counted:
+            store.count_sale(conn, rule_id, key, bucket, sale.amount)
+        return None
+    rule = verdict.filtered_by
+    outcome = Outcome(Stage.FILTERED, rule.error_code, rule.error_message())
+    outcomes.record(conn, started.transaction_id, outcome, new.now_ms)
+    return Started(
+        started.order_id,
+        started.endpoint_id,
+        started.serial,
+        started.request_fingerprint,
+        True,
+        started.transaction_id,
+        card_id=started.card_id,
+        decided=True,
+    )
+
+
+def _velocity(
+    conn: Connection, rules: tuple[Rule, ...], sale: Sale, lists: Verdict, now_ms: int
+) -> tuple[Verdict, list[tuple[int, str, int]]]:
+    """The velocity limits' verdict after the block lists', and the counts to add if the sale goes on
+    (rule, key, bucket). Keys are locked in rule id order, the same in every transaction."""
+    would = list(lists.would_filter)
+    counted: list[tuple[int, str, int]] = []
+    for rule in rules:
+        if rule.velocity is None or (value := risk.velocity_key(rule, sale)) is None:
+            continue
+        key = store.key_digest(rule.velocity.per, value)
+        store.lock_key(conn, rule.id, key)
+        tally = store.tally(conn, rule.id, key, risk.window_start(rule.velocity, now_ms))
+        if risk.exceeds(rule, tally, sale):
+            if rule.mode is risk.Mode.ENFORCE:
+                return Verdict(rule, tuple(would)), []
+            would.append(rule)
+        counted.append((rule.id, key, risk.bucket_of(rule.velocity, now_ms)))
+    return Verdict(None, tuple(would)), counted
+
+
+def _sale(conn: Connection, new: NewOrder) -> Sale:
+    fingerprint: str | None = None
+    bin_: str | None = None
+    if new.card is not None:
+        fingerprint, bin_ = new.card.pan_fingerprint, new.card.bin
+    elif new.card_id is not None:  # a rebill's, a recurring charge's or a payout's stored card
+        fingerprint, bin_ = store.card_facts(conn, new.card_id)
+    ip = orjson.loads(new.customer).get("ipaddress") if new.customer else None
+    return Sale(new.merchant_id, new.endpoint_id, new.amount, new.currency, fingerprint, bin_, new.email, ip)
