@@ -39,6 +39,8 @@ class Action(Enum):
     ACQUIRER_UPDATE = ("acquirer.update", Role.ADMIN)
     ACQUIRER_DISABLE = ("acquirer.disable", Role.ADMIN)
     ACQUIRER_ENABLE = ("acquirer.enable", Role.ADMIN)
+    RULE_CREATE = ("rule.create", Role.ADMIN)
+    RULE_DISABLE = ("rule.disable", Role.ADMIN)
     KEY_ADD = ("key.add", Role.ADMIN)
     KEY_REVOKE = ("key.revoke", Role.ADMIN)
     BALANCE_CREDIT = ("balance.credit", Role.ADMIN)

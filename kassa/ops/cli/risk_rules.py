@@ -1,0 +1,230 @@
+"""Risk rules: ``kassa rule create|list|show|disable`` (docs/risk.md). Each change is written to the audit
+log as done by ``cli:{the OS user}``. A card is blocked by its fingerprint, or by naming an order paid
+with it (``--card-of-order``): a card number is never typed on a command line."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+import orjson
+from sqlalchemy import Connection, select
+
+from kassa.clock import now_ms
+from kassa.core import risk as core_risk
+from kassa.domain import risk
+from kassa.domain.operators import Action
+from kassa.domain.risk import Kind, Mode, RuleError
+from kassa.ops.cli.common import cli_actor, emit, iso_time, json_option, read, write
+from kassa.storage import audit_log
+from kassa.storage import merchants as merchant_store
+from kassa.storage import risk as store
+from kassa.storage.prepared import Record
+from kassa.storage.tables import cards, endpoints, merchants, orders
+
+DAY_MS = 86_400_000
+
+
+@click.group()
+def rule() -> None:
+    """Risk rules: block lists and velocity limits that filter an endpoint's or a merchant's sales."""
+
+
+def _scope(conn: Connection, merchant: str | None, endpoint: int | None) -> tuple[int | None, int | None]:
+    if (merchant is None) == (endpoint is None):
+        raise click.UsageError("give --merchant LOGIN or --endpoint ID: a rule applies to one of them")
+    if merchant is not None:
+        found = conn.execute(select(merchants.c.id).where(merchants.c.login == merchant)).scalar()
+        if found is None:
+            raise click.BadParameter(f"no merchant {merchant[:40]!r}", param_hint="--merchant")
+        return int(found), None
+    if conn.execute(select(endpoints.c.id).where(endpoints.c.id == endpoint)).scalar() is None:
+        raise click.BadParameter(f"no endpoint {endpoint}", param_hint="--endpoint")
+    return None, endpoint
+
+
+def _cards_of(conn: Connection, order_ids: tuple[int, ...]) -> list[str]:
+    """The fingerprints of the cards the orders were paid with."""
+    found = []
+    for order_id in order_ids:
+        fingerprint = conn.execute(
+            select(cards.c.pan_fingerprint).join(orders, orders.c.card_id == cards.c.id).where(orders.c.id == order_id)
+        ).scalar()
+        if fingerprint is None:
+            raise click.BadParameter(f"order {order_id} does not exist or has no card", param_hint="--card-of-order")
+        found.append(str(fingerprint))
+    return found
+
+
+def _checked(unit: Any) -> Any:
+    try:
+        return unit()
+    except RuleError as problem:
+        raise click.UsageError(str(problem)) from None
+
+
+@rule.command("create")
+@click.option("--kind", required=True, type=click.Choice([k.value for k in Kind]), help="What the rule looks at.")
+@click.option("--merchant", help="The login of the merchant whose endpoints it screens.")
+@click.option("--endpoint", type=int, help="The one endpoint it screens.")
+@click.option("--value", "values", multiple=True, help="A block list's entry (repeat it): see docs/risk.md.")
+@click.option("--card-of-order", "card_orders", type=int, multiple=True, help="Block the card this order paid with.")
+@click.option("--per", type=click.Choice(["card", "email", "ip"]), help="A limit's key.")
+@click.option("--limit", type=int, help="A limit: sales (count) or minor units (sum).")
+@click.option("--window", help="A limit's window: 30m, 24h, 7d.")
+@click.option("--currency", help="A sum limit's currency.")
+@click.option("--dry-run", is_flag=True, help="Count what it would filter; filter nothing.")
+@click.option("--note", default="", help="Why the rule exists, for the next analyst (up to 200 characters).")
+@json_option
+def rule_create(
+    kind: str,
+    merchant: str | None,
+    endpoint: int | None,
+    values: tuple[str, ...],
+    card_orders: tuple[int, ...],
+    per: str | None,
+    limit: int | None,
+    window: str | None,
+    currency: str | None,
+    dry_run: bool,
+    note: str,
+    as_json: bool,
+) -> None:
+    """Create a rule; it screens new orders within the gateway's endpoint cache time (2 s by default)."""
+    rule_kind = Kind(kind)
+    if card_orders and rule_kind is not Kind.CARD:
+        raise click.UsageError("--card-of-order is for a card block list (--kind card)")
+    if len(note) > 200:
+        raise click.BadParameter("at most 200 characters", param_hint="--note")
+    velocity = _checked(lambda: risk.checked_velocity(rule_kind, per, limit, window, currency))
+    mode = Mode.DRY_RUN if dry_run else Mode.ENFORCE
+
+    def create(conn: Connection) -> int:
+        scope = _scope(conn, merchant, endpoint)
+        typed = [*values, *_cards_of(conn, card_orders)]
+        entries = _checked(lambda: risk.checked_entries(rule_kind, typed))
+        new = store.NewRule(rule_kind, mode, *scope, entries, velocity, note, cli_actor())
+        rule_id = store.create(conn, new, now_ms())
+        after = _described(store.find(conn, rule_id) or {})
+        entry = audit_log.Entry(cli_actor(), Action.RULE_CREATE.code, f"rule {rule_id}", after=after)
+        audit_log.append(conn, entry, now_ms())
+        return rule_id
+
+    rule_id = write(create)
+    core_risk.forget()
+    shown = read(lambda conn: _shown(conn, rule_id))
+    emit(as_json, shown, [f"rule {rule_id} created", *_lines(shown)[1:]])
+
+
+@rule.command("list")
+@click.option("--all", "include_disabled", is_flag=True, help="Disabled rules too.")
+@json_option
+def rule_list(include_disabled: bool, as_json: bool) -> None:
+    """The rules, enabled ones only unless --all; a block list's entries are counted, not listed."""
+    rows = read(lambda conn: store.listed(conn, include_disabled=include_disabled))
+    described = [_described(row) for row in rows]
+    emit(as_json, described, [_line(d) for d in described] or ["no rules"])
+
+
+@rule.command("show")
+@click.argument("rule_id", type=int)
+@json_option
+def rule_show(rule_id: int, as_json: bool) -> None:
+    """One rule with its entries and the orders it filtered (or in dry-run would have) in the last day and
+    the last 30 days."""
+    shown = read(lambda conn: _shown(conn, rule_id))
+    emit(as_json, shown, _lines(shown))
+
+
+@rule.command("disable")
+@click.argument("rule_id", type=int)
+@json_option
+def rule_disable(rule_id: int, as_json: bool) -> None:
+    """Stop a rule (kept, with its counts: orders name it). It stops screening within the endpoint cache time."""
+
+    def change(conn: Connection) -> None:
+        if not store.disable(conn, rule_id, now_ms()):
+            found = store.find(conn, rule_id)
+            raise merchant_store.NotFound(
+                f"no rule {rule_id}" if found is None else f"rule {rule_id} is disabled already"
+            )
+        entry = audit_log.Entry(
+            cli_actor(), Action.RULE_DISABLE.code, f"rule {rule_id}", before={"enabled": True}, after={"enabled": False}
+        )
+        audit_log.append(conn, entry, now_ms())
+
+    write(change)
+    core_risk.forget()
+    shown = read(lambda conn: _shown(conn, rule_id))
+    emit(as_json, shown, [f"rule {rule_id} disabled", *_lines(shown)[1:]])
+
+
+def _shown(conn: Connection, rule_id: int) -> dict[str, Any]:
+    row = store.find(conn, rule_id)
+    if row is None:
+        raise merchant_store.NotFound(f"no rule {rule_id}")
+    now = now_ms()
+    counts = {
+        "last_day": store.hit_counts(conn, rule_id, now - DAY_MS),
+        "last_30_days": store.hit_counts(conn, rule_id, now - 30 * DAY_MS),
+    }
+    return {**_described(row), "entries": orjson.loads(row["entries"]), "filtered": counts}
+
+
+def _described(row: Record) -> dict[str, Any]:
+    """A rule for operators: its limit in words; a block list's entries counted."""
+    if not row:
+        return {}
+    found = store.rule_of(row)
+    limit = None
+    if found.velocity is not None:
+        v = found.velocity
+        limit = {
+            "per": v.per.value,
+            "limit": v.limit,
+            "window": risk.describe_window(v.window_ms),
+            "currency": v.currency,
+        }
+    return {
+        "id": found.id,
+        "kind": found.kind.value,
+        "mode": found.mode.value,
+        "enabled": row["disabled_at_ms"] is None,
+        "merchant_id": found.merchant_id,
+        "endpoint_id": found.endpoint_id,
+        "entry_count": len(found.entries),
+        "limit": limit,
+        "error_code": found.error_code,
+        "note": row["note"],
+        "created_by": row["created_by"],
+        "created_at": iso_time(row["created_at_ms"]),
+        "disabled_at": iso_time(row["disabled_at_ms"]),
+    }
+
+
+def _what(d: dict[str, Any]) -> str:
+    if d["limit"] is None:
+        return f"{d['entry_count']} entries"
+    limit = d["limit"]
+    unit = f" {limit['currency']} minor units" if limit["currency"] else " sales"
+    return f"at most {limit['limit']}{unit} per {limit['per']} in {limit['window']}"
+
+
+def _line(d: dict[str, Any]) -> str:
+    scope = f"merchant {d['merchant_id']}" if d["merchant_id"] is not None else f"endpoint {d['endpoint_id']}"
+    state = "enabled" if d["enabled"] else "disabled"
+    return f"{d['id']}\t{d['kind']}\t{d['mode']}\t{state}\t{scope}\t{_what(d)}\tcode {d['error_code']}"
+
+
+def _lines(d: dict[str, Any]) -> list[str]:
+    lines = [_line(d), f"created {d['created_at']} by {d['created_by']}"]
+    if d["disabled_at"]:
+        lines.append(f"disabled {d['disabled_at']}")
+    if d["note"]:
+        lines.append(f"note: {d['note']}")
+    lines.append(f"filtered: {d['filtered']['last_day']} in the last day, {d['filtered']['last_30_days']} in 30 days")
+    lines += [f"  {entry}" for entry in d["entries"]]
+    return lines
+
+
+COMMANDS = (rule,)
