@@ -11,9 +11,13 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from kassa.processors.iso8583.dialect import Kind as MessageKind
+from tests.api.test_payouts import CARD, outcome, payout
 from tests.support.acquirer_host import host_on_a_thread, iso_connection
+from tests.support.balances import available, credit
 from tests.support.gateway import Gateway, Merchant, free_port, new_merchant
+from tests.support.operations import LEDGER_OK, ledger_check
 from tests.support.receiver import Receiver, running
+from tests.support.recurring import subscribe_due_now
 
 
 def _rule(merchant: Merchant, *args: str) -> int:
@@ -70,3 +74,21 @@ def test_ten_concurrent_sales_on_two_processes_pass_a_limit_of_five_exactly_five
     finals = [merchant.wait_final(a["paynet-order-id"]) for a in answers]
     assert sorted(f["status"] for f in finals) == ["approved"] * 5 + ["filtered"] * 5
     assert {f["error-code"] for f in finals if f["status"] == "filtered"} == {"4101"}
+
+
+def test_a_payout_to_a_listed_card_is_filtered_and_gives_its_reservation_back(merchant: Merchant) -> None:
+    credit(merchant, "100.00")
+    _rule(merchant, "--kind", "bin", "--value", "411111")
+    found = outcome(merchant, payout(merchant, CARD, "40.00"))
+    assert (found["status"], found["error-code"]) == ("filtered", "4002")
+    assert available(merchant) == "100.00"
+    assert ledger_check(merchant) == LEDGER_OK
+
+
+def test_a_recurring_charge_on_a_listed_card_is_filtered(clock_merchant: Merchant) -> None:
+    subscribe_due_now(clock_merchant, max_count=1)
+    _rule(clock_merchant, "--kind", "bin", "--value", "411111")
+    clock_merchant.gateway.advance(0)  # a scheduler tick: the charge is due
+    charge = clock_merchant.status(client_orderid="sub0-1").json()
+    final = clock_merchant.wait_final(charge["paynet-order-id"])
+    assert (final["status"], final["error-code"]) == ("filtered", "4002")
