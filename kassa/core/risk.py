@@ -17,7 +17,8 @@ from kassa.domain.lifecycle import Stage
 from kassa.domain.risk import Rule, Sale, Verdict
 from kassa.processors.interface import Outcome
 from kassa.storage import risk as store
-from kassa.storage.orders import NewOrder, Started
+from kassa.storage.orders import NewCard, NewOrder, Started
+from kassa.storage.prepared import Record
 
 _cache_seconds = 2.0  # the process's endpoint cache time (``cache_for``)
 _cache: weakref.WeakKeyDictionary[Engine, tuple[float, tuple[Rule, ...]]] = weakref.WeakKeyDictionary()
@@ -51,25 +52,9 @@ def forget() -> None:
 
 def screen(conn: Connection, rules: tuple[Rule, ...], new: NewOrder, started: Started) -> Started | None:
     """Runs ``rules`` on the order just opened: the order filtered, its callbacks queued (the ``Started``
-    returned says so), or None when it goes on. Dry-run rules that would have filtered it are recorded;
-    the sale is counted by the velocity limits only when it goes on."""
-    sale = _sale(conn, new)
-    verdict = risk.screen_lists(rules, sale)
-    counted: list[tuple[int, str, int]] = []
-    if verdict.filtered_by is None:
-        verdict, counted = _velocity(conn, rules, sale, verdict, new.now_ms)
-    hits = [(r.id, True) for r in verdict.would_filter]
-    if verdict.filtered_by is not None:
-        hits.append((verdict.filtered_by.id, False))
-    if hits:
-        store.record_hits(conn, started.order_id, hits, new.now_ms)
-    if verdict.filtered_by is None:
-        for rule_id, key, bucket in counted:
-            store.count_sale(conn, rule_id, key, bucket, sale.amount)
+    returned says so), or None when it goes on."""
+    if not screen_sale(conn, rules, _sale(conn, new), started.order_id, started.transaction_id, new.now_ms):
         return None
-    rule = verdict.filtered_by
-    outcome = Outcome(Stage.FILTERED, rule.error_code, rule.error_message())
-    outcomes.record(conn, started.transaction_id, outcome, new.now_ms)
     return Started(
         started.order_id,
         started.endpoint_id,
@@ -79,6 +64,44 @@ def screen(conn: Connection, rules: tuple[Rule, ...], new: NewOrder, started: St
         started.transaction_id,
         card_id=started.card_id,
         decided=True,
+    )
+
+
+def screen_sale(
+    conn: Connection, rules: tuple[Rule, ...], sale: Sale, order_id: int, transaction_id: int, now_ms: int
+) -> bool:
+    """Whether one of ``rules`` filtered the order's first transaction (then recorded ``filtered``, its
+    callbacks queued). Dry-run rules that would have filtered it are recorded; the sale is counted by the
+    velocity limits only when it goes on."""
+    verdict = risk.screen_lists(rules, sale)
+    counted: list[tuple[int, str, int]] = []
+    if verdict.filtered_by is None:
+        verdict, counted = _velocity(conn, rules, sale, verdict, now_ms)
+    hits = [(r.id, True) for r in verdict.would_filter]
+    if verdict.filtered_by is not None:
+        hits.append((verdict.filtered_by.id, False))
+    if hits:
+        store.record_hits(conn, order_id, hits, now_ms)
+    if verdict.filtered_by is None:
+        for rule_id, key, bucket in counted:
+            store.count_sale(conn, rule_id, key, bucket, sale.amount)
+        return False
+    rule = verdict.filtered_by
+    outcomes.record(conn, transaction_id, Outcome(Stage.FILTERED, rule.error_code, rule.error_message()), now_ms)
+    return True
+
+
+def collected_sale(order: Record, card: NewCard) -> Sale:
+    """What rules look at in a hosted form's order, once its card is collected."""
+    return Sale(
+        order["merchant_id"],
+        order["endpoint_id"],
+        order["amount"],
+        order["currency"],
+        card.pan_fingerprint,
+        card.bin,
+        order["email"],
+        _ip(order["customer"]),
     )
 
 
@@ -110,5 +133,12 @@ def _sale(conn: Connection, new: NewOrder) -> Sale:
         fingerprint, bin_ = new.card.pan_fingerprint, new.card.bin
     elif new.card_id is not None:  # a rebill's, a recurring charge's or a payout's stored card
         fingerprint, bin_ = store.card_facts(conn, new.card_id)
-    ip = orjson.loads(new.customer).get("ipaddress") if new.customer else None
-    return Sale(new.merchant_id, new.endpoint_id, new.amount, new.currency, fingerprint, bin_, new.email, ip)
+    return Sale(
+        new.merchant_id, new.endpoint_id, new.amount, new.currency, fingerprint, bin_, new.email, _ip(new.customer)
+    )
+
+
+def _ip(customer: str | None) -> str | None:
+    """The customer's IP address among the order's customer fields (JSON), if the merchant sent one."""
+    found = orjson.loads(customer).get("ipaddress") if customer else None
+    return str(found) if found else None

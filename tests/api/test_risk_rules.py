@@ -8,13 +8,14 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+import httpx
 import pytest
 
 from kassa.processors.iso8583.dialect import Kind as MessageKind
 from tests.api.test_payouts import CARD, outcome, payout
 from tests.support.acquirer_host import host_on_a_thread, iso_connection
 from tests.support.balances import available, credit
-from tests.support.gateway import Gateway, Merchant, free_port, new_merchant
+from tests.support.gateway import TLS, Gateway, Merchant, free_port, new_merchant
 from tests.support.operations import LEDGER_OK, ledger_check
 from tests.support.receiver import Receiver, running
 from tests.support.recurring import subscribe_due_now
@@ -92,3 +93,18 @@ def test_a_recurring_charge_on_a_listed_card_is_filtered(clock_merchant: Merchan
     charge = clock_merchant.status(client_orderid="sub0-1").json()
     final = clock_merchant.wait_final(charge["paynet-order-id"])
     assert (final["status"], final["error-code"]) == ("filtered", "4002")
+
+
+def test_a_hosted_forms_sale_is_screened_when_its_card_is_collected(merchant: Merchant) -> None:
+    _rule(merchant, "--kind", "bin", "--value", "411111")
+    data = merchant.sale_fields("rr-form-1")
+    for card_field in ("credit_card_number", "card_printed_name", "expire_month", "expire_year", "cvv2"):
+        del data[card_field]
+    opened = merchant.gateway.post(f"/api/v2/sale-form/{merchant.endpoint_id}", data).json()
+    card = {"cc-number": "4111 1111 1111 1111", "cc-name": "Jane Doe", "cc-exp": "12/30", "cc-csc": "123"}
+    submitted = httpx.post(opened["redirect-url"], data=card, verify=TLS, timeout=30)
+    assert submitted.status_code == 303, submitted.text
+    final = merchant.wait_final(opened["paynet-order-id"])
+    assert (final["status"], final["error-code"]) == ("filtered", "4002")
+    checkout = httpx.get(submitted.headers["location"], verify=TLS, timeout=30)
+    assert checkout.status_code == 200 and "filtered" in checkout.text  # the final redirect to the shop
