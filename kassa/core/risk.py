@@ -109,7 +109,9 @@ def _velocity(
     conn: Connection, rules: tuple[Rule, ...], sale: Sale, lists: Verdict, now_ms: int
 ) -> tuple[Verdict, list[tuple[int, str, int]]]:
     """The velocity limits' verdict after the block lists', and the counts to add if the sale goes on
-    (rule, key, bucket). Keys are locked in rule id order, the same in every transaction."""
+    (rule, key, bucket). Dry-run limits count only a sale that goes on: one an enforcing limit filters
+    keeps the block lists' dry-run hits alone. Keys are locked in rule id order, the same in every
+    transaction."""
     would = list(lists.would_filter)
     counted: list[tuple[int, str, int]] = []
     for rule in rules:
@@ -120,7 +122,7 @@ def _velocity(
         tally = store.tally(conn, rule.id, key, risk.window_start(rule.velocity, now_ms))
         if risk.exceeds(rule, tally, sale):
             if rule.mode is risk.Mode.ENFORCE:
-                return Verdict(rule, tuple(would)), []
+                return Verdict(rule, lists.would_filter), []
             would.append(rule)
         counted.append((rule.id, key, risk.bucket_of(rule.velocity, now_ms)))
     return Verdict(None, tuple(would)), counted

@@ -360,14 +360,11 @@ PASSED = Verdict()
 
 
 def screen_lists(rules: Sequence[Rule], sale: Sale) -> Verdict:
-    """The block lists' verdict: the first enforcing list that holds the sale filters it."""
-    would: list[Rule] = []
-    for rule in rules:
-        if rule.kind in BLOCK_LISTS and rule.listed(sale):
-            if rule.mode is Mode.ENFORCE:
-                return Verdict(rule, tuple(would))
-            would.append(rule)
-    return Verdict(None, tuple(would))
+    """The block lists' verdict: the first enforcing list (in id order) that holds the sale filters it;
+    every dry-run list that holds it would have."""
+    enforcing = (r for r in rules if r.kind in BLOCK_LISTS and r.mode is Mode.ENFORCE and r.listed(sale))
+    would = tuple(r for r in rules if r.kind in BLOCK_LISTS and r.mode is Mode.DRY_RUN and r.listed(sale))
+    return Verdict(next(enforcing, None), would)
 
 
 def applicable(rules: Iterable[Rule], sale: Sale) -> tuple[Rule, ...]:

@@ -126,6 +126,13 @@ def test_enforcing_list_filters_and_dry_run_lists_only_count() -> None:
     assert risk.screen_lists([enforced], sale(bin="511111")) == risk.PASSED
 
 
+def test_every_dry_run_list_holding_a_sale_counts_it_whichever_list_filters_it() -> None:
+    first = Rule(1, Kind.BIN, Mode.ENFORCE, merchant_id=1, entries=("411111",))
+    second = Rule(2, Kind.CARD, Mode.ENFORCE, merchant_id=1, entries=(CARD,))
+    dry = Rule(3, Kind.IP, Mode.DRY_RUN, merchant_id=1, entries=("203.0.113.0/24",))
+    assert risk.screen_lists([first, second, dry], sale()) == risk.Verdict(first, (dry,))
+
+
 def test_error_codes_name_the_kind_outside_the_contracts_codes() -> None:
     codes = [int(code) for code in risk.ERROR_CODES.values()]
     assert len(set(codes)) == len(Kind)
