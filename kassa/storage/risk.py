@@ -10,11 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import orjson
-from sqlalchemy import Connection, func, insert, select, text, update
+from sqlalchemy import Connection, delete, func, insert, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from kassa.domain.risk import Kind, Mode, Per, Rule, Tally, Velocity
+from kassa.domain.risk import Kind, Mode, Per, Rule, Tally, Velocity, window_start
 from kassa.storage.prepared import Record
 from kassa.storage.tables import cards, risk_hits, risk_rules, risk_velocity
 
@@ -162,3 +162,19 @@ def hit_counts(conn: Connection, rule_id: int, since_ms: int) -> int:
             .where(risk_hits.c.rule_id == rule_id, risk_hits.c.at_ms >= since_ms)
         ).scalar_one()
     )
+
+
+def prune(conn: Connection, now_ms: int) -> int:
+    """Deletes the velocity counts no window counts any more (all of a disabled rule's): an index range per
+    limit. Run by every scheduler; where another just ran, it finds nothing."""
+    deleted = 0
+    for row in listed(conn, include_disabled=True):
+        found = rule_of(row)
+        if found.velocity is None:
+            continue
+        before = now_ms + 1 if row["disabled_at_ms"] is not None else window_start(found.velocity, now_ms)
+        done = conn.execute(
+            delete(risk_velocity).where(risk_velocity.c.rule_id == found.id, risk_velocity.c.bucket_ms < before)
+        )
+        deleted += done.rowcount
+    return deleted

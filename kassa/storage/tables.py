@@ -684,6 +684,7 @@ risk_velocity = Table(
     Column("bucket_ms", BigInteger, primary_key=True),
     Column("count", BigInteger, nullable=False),
     Column("amount", BigInteger, nullable=False),
+    Index("ix_risk_velocity_age", "rule_id", "bucket_ms"),  # the scheduler's pruning of buckets out of the window
 )
 
 # The orders a rule filtered, or in dry-run would have: which rule filtered an order, a rule's counts.

@@ -217,3 +217,19 @@ def test_a_repeated_client_orderid_is_not_screened_again(db: Database, shop: tup
     again = _open(db, dataclasses.replace(_sale(shop, "o-1"), serial="s-again"))
     assert (again.created, again.order_id) == (False, first.order_id)
     assert int(db.read_sync(lambda conn: conn.execute(select(func.sum(risk_velocity.c.count))).scalar_one())) == 1
+
+
+def test_pruning_deletes_the_counts_out_of_the_window_and_all_of_a_disabled_rules(
+    db: Database, shop: tuple[int, int]
+) -> None:
+    hourly = _rule(db, shop, Kind.COUNT, velocity=HOUR)
+    daily = _rule(db, shop, Kind.COUNT, velocity=Velocity(Per.IP, 100, 86_400_000))
+    _open(db, _sale(shop, "o-old", now_ms=1_000_000))
+    _open(db, _sale(shop, "o-new", now_ms=1_000_000 + 3_600_000))
+    # Two five-minute buckets of the hourly limit; one two-hour bucket of the daily one.
+    assert _count(db, risk_velocity, rule_id=hourly) == 2 and _count(db, risk_velocity, rule_id=daily) == 1
+    assert db.write_sync(lambda conn: risk_store.prune(conn, 1_000_000 + 3_600_000)) == 1
+    assert _count(db, risk_velocity, rule_id=hourly) == 1 and _count(db, risk_velocity, rule_id=daily) == 1
+    db.write_sync(lambda conn: risk_store.disable(conn, daily, 5))
+    assert db.write_sync(lambda conn: risk_store.prune(conn, 1_000_000 + 3_600_000)) == 1
+    assert _count(db, risk_velocity) == 1

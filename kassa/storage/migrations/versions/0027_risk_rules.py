@@ -49,6 +49,7 @@ def upgrade() -> None:
         sa.ForeignKeyConstraint(["rule_id"], ["risk_rules.id"]),
         sa.PrimaryKeyConstraint("rule_id", "key", "bucket_ms"),
     )
+    op.create_index("ix_risk_velocity_age", "risk_velocity", ["rule_id", "bucket_ms"])
     op.create_table(
         "risk_hits",
         sa.Column("rule_id", _ID, nullable=False),
