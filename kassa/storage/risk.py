@@ -5,18 +5,21 @@ sales on one key each sees the others' counts: none slips through a limit."""
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 from sqlalchemy import Connection, delete, func, insert, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from kassa.domain.risk import Kind, Mode, Per, Rule, Tally, Velocity, window_start
+from kassa.domain.risk import Kind, Mode, Per, Rule, RuleError, Tally, Velocity, describe_window, window_start
+from kassa.storage.merchants import NotFound
 from kassa.storage.prepared import Record
-from kassa.storage.tables import cards, risk_hits, risk_rules, risk_velocity
+from kassa.storage.tables import cards, endpoints, merchants, orders, risk_hits, risk_rules, risk_velocity
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +32,33 @@ class NewRule:
     velocity: Velocity | None
     note: str
     created_by: str
+
+
+def scope_of(conn: Connection, merchant_login: str | None, endpoint_id: int | None) -> tuple[int | None, int | None]:
+    """The merchant's id or the endpoint's a rule is for, or ``RuleError`` naming the option."""
+    if (merchant_login is None) == (endpoint_id is None):
+        raise RuleError("give --merchant LOGIN or --endpoint ID: a rule applies to one of them")
+    if merchant_login is not None:
+        found = conn.execute(select(merchants.c.id).where(merchants.c.login == merchant_login)).scalar()
+        if found is None:
+            raise RuleError(f"--merchant: no merchant {merchant_login[:40]!r}")
+        return int(found), None
+    if conn.execute(select(endpoints.c.id).where(endpoints.c.id == endpoint_id)).scalar() is None:
+        raise RuleError(f"--endpoint: no endpoint {endpoint_id}")
+    return None, endpoint_id
+
+
+def cards_of_orders(conn: Connection, order_ids: Sequence[int]) -> list[str]:
+    """The fingerprints of the cards the orders were paid with, or ``RuleError`` naming an order without."""
+    found = []
+    for order_id in order_ids:
+        fingerprint = conn.execute(
+            select(cards.c.pan_fingerprint).join(orders, orders.c.card_id == cards.c.id).where(orders.c.id == order_id)
+        ).scalar()
+        if fingerprint is None:
+            raise RuleError(f"--card-of-order: order {order_id} does not exist or has no card")
+        found.append(str(fingerprint))
+    return found
 
 
 def create(conn: Connection, new: NewRule, now_ms: int) -> int:
@@ -178,3 +208,49 @@ def prune(conn: Connection, now_ms: int) -> int:
         )
         deleted += done.rowcount
     return deleted
+
+
+DAY_MS = 86_400_000
+
+
+def shown(conn: Connection, rule_id: int, now_ms: int) -> dict[str, Any]:
+    """A rule as operators read it (``described``), with its entries and the orders it filtered (or in
+    dry-run would have) in the last day and the last 30 days; ``merchants.NotFound`` when there is none."""
+    row = find(conn, rule_id)
+    if row is None:
+        raise NotFound(f"no rule {rule_id}")
+    counts = {
+        "last_day": hit_counts(conn, rule_id, now_ms - DAY_MS),
+        "last_30_days": hit_counts(conn, rule_id, now_ms - 30 * DAY_MS),
+    }
+    return {**described(row), "entries": orjson.loads(row["entries"]), "filtered": counts}
+
+
+def described(row: Record) -> dict[str, Any]:
+    """A rule for operators: its limit in words; a block list's entries counted, not listed."""
+    found = rule_of(row)
+    limit = None
+    if found.velocity is not None:
+        v = found.velocity
+        limit = {"per": v.per.value, "limit": v.limit, "window": describe_window(v.window_ms), "currency": v.currency}
+    return {
+        "id": found.id,
+        "kind": found.kind.value,
+        "mode": found.mode.value,
+        "enabled": row["disabled_at_ms"] is None,
+        "merchant_id": found.merchant_id,
+        "endpoint_id": found.endpoint_id,
+        "entry_count": len(found.entries),
+        "limit": limit,
+        "error_code": found.error_code,
+        "note": row["note"],
+        "created_by": row["created_by"],
+        "created_at": _iso(row["created_at_ms"]),
+        "disabled_at": _iso(row["disabled_at_ms"]),
+    }
+
+
+def _iso(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).isoformat(timespec="milliseconds")

@@ -7,53 +7,22 @@ from __future__ import annotations
 from typing import Any
 
 import click
-import orjson
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 
 from kassa.clock import now_ms
 from kassa.core import risk as core_risk
 from kassa.domain import risk
 from kassa.domain.operators import Action
 from kassa.domain.risk import Kind, Mode, RuleError
-from kassa.ops.cli.common import cli_actor, emit, iso_time, json_option, read, write
+from kassa.ops.cli.common import cli_actor, emit, json_option, read, write
 from kassa.storage import audit_log
 from kassa.storage import merchants as merchant_store
 from kassa.storage import risk as store
-from kassa.storage.prepared import Record
-from kassa.storage.tables import cards, endpoints, merchants, orders
-
-DAY_MS = 86_400_000
 
 
 @click.group()
 def rule() -> None:
     """Risk rules: block lists and velocity limits that filter an endpoint's or a merchant's sales."""
-
-
-def _scope(conn: Connection, merchant: str | None, endpoint: int | None) -> tuple[int | None, int | None]:
-    if (merchant is None) == (endpoint is None):
-        raise click.UsageError("give --merchant LOGIN or --endpoint ID: a rule applies to one of them")
-    if merchant is not None:
-        found = conn.execute(select(merchants.c.id).where(merchants.c.login == merchant)).scalar()
-        if found is None:
-            raise click.BadParameter(f"no merchant {merchant[:40]!r}", param_hint="--merchant")
-        return int(found), None
-    if conn.execute(select(endpoints.c.id).where(endpoints.c.id == endpoint)).scalar() is None:
-        raise click.BadParameter(f"no endpoint {endpoint}", param_hint="--endpoint")
-    return None, endpoint
-
-
-def _cards_of(conn: Connection, order_ids: tuple[int, ...]) -> list[str]:
-    """The fingerprints of the cards the orders were paid with."""
-    found = []
-    for order_id in order_ids:
-        fingerprint = conn.execute(
-            select(cards.c.pan_fingerprint).join(orders, orders.c.card_id == cards.c.id).where(orders.c.id == order_id)
-        ).scalar()
-        if fingerprint is None:
-            raise click.BadParameter(f"order {order_id} does not exist or has no card", param_hint="--card-of-order")
-        found.append(str(fingerprint))
-    return found
 
 
 def _checked(unit: Any) -> Any:
@@ -100,19 +69,19 @@ def rule_create(
     mode = Mode.DRY_RUN if dry_run else Mode.ENFORCE
 
     def create(conn: Connection) -> int:
-        scope = _scope(conn, merchant, endpoint)
-        typed = [*values, *_cards_of(conn, card_orders)]
+        scope: tuple[int | None, int | None] = _checked(lambda: store.scope_of(conn, merchant, endpoint))
+        typed = [*values, *_checked(lambda: store.cards_of_orders(conn, card_orders))]
         entries = _checked(lambda: risk.checked_entries(rule_kind, typed))
         new = store.NewRule(rule_kind, mode, *scope, entries, velocity, note, cli_actor())
         rule_id = store.create(conn, new, now_ms())
-        after = _described(store.find(conn, rule_id) or {})
+        after = store.described(store.find(conn, rule_id) or {})
         entry = audit_log.Entry(cli_actor(), Action.RULE_CREATE.code, f"rule {rule_id}", after=after)
         audit_log.append(conn, entry, now_ms())
         return rule_id
 
     rule_id = write(create)
     core_risk.forget()
-    shown = read(lambda conn: _shown(conn, rule_id))
+    shown = read(lambda conn: store.shown(conn, rule_id, now_ms()))
     emit(as_json, shown, [f"rule {rule_id} created", *_lines(shown)[1:]])
 
 
@@ -122,7 +91,7 @@ def rule_create(
 def rule_list(include_disabled: bool, as_json: bool) -> None:
     """The rules, enabled ones only unless --all; a block list's entries are counted, not listed."""
     rows = read(lambda conn: store.listed(conn, include_disabled=include_disabled))
-    described = [_described(row) for row in rows]
+    described = [store.described(row) for row in rows]
     emit(as_json, described, [_line(d) for d in described] or ["no rules"])
 
 
@@ -132,7 +101,7 @@ def rule_list(include_disabled: bool, as_json: bool) -> None:
 def rule_show(rule_id: int, as_json: bool) -> None:
     """One rule with its entries and the orders it filtered (or in dry-run would have) in the last day and
     the last 30 days."""
-    shown = read(lambda conn: _shown(conn, rule_id))
+    shown = read(lambda conn: store.shown(conn, rule_id, now_ms()))
     emit(as_json, shown, _lines(shown))
 
 
@@ -155,51 +124,8 @@ def rule_disable(rule_id: int, as_json: bool) -> None:
 
     write(change)
     core_risk.forget()
-    shown = read(lambda conn: _shown(conn, rule_id))
+    shown = read(lambda conn: store.shown(conn, rule_id, now_ms()))
     emit(as_json, shown, [f"rule {rule_id} disabled", *_lines(shown)[1:]])
-
-
-def _shown(conn: Connection, rule_id: int) -> dict[str, Any]:
-    row = store.find(conn, rule_id)
-    if row is None:
-        raise merchant_store.NotFound(f"no rule {rule_id}")
-    now = now_ms()
-    counts = {
-        "last_day": store.hit_counts(conn, rule_id, now - DAY_MS),
-        "last_30_days": store.hit_counts(conn, rule_id, now - 30 * DAY_MS),
-    }
-    return {**_described(row), "entries": orjson.loads(row["entries"]), "filtered": counts}
-
-
-def _described(row: Record) -> dict[str, Any]:
-    """A rule for operators: its limit in words; a block list's entries counted."""
-    if not row:
-        return {}
-    found = store.rule_of(row)
-    limit = None
-    if found.velocity is not None:
-        v = found.velocity
-        limit = {
-            "per": v.per.value,
-            "limit": v.limit,
-            "window": risk.describe_window(v.window_ms),
-            "currency": v.currency,
-        }
-    return {
-        "id": found.id,
-        "kind": found.kind.value,
-        "mode": found.mode.value,
-        "enabled": row["disabled_at_ms"] is None,
-        "merchant_id": found.merchant_id,
-        "endpoint_id": found.endpoint_id,
-        "entry_count": len(found.entries),
-        "limit": limit,
-        "error_code": found.error_code,
-        "note": row["note"],
-        "created_by": row["created_by"],
-        "created_at": iso_time(row["created_at_ms"]),
-        "disabled_at": iso_time(row["disabled_at_ms"]),
-    }
 
 
 def _what(d: dict[str, Any]) -> str:
