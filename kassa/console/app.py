@@ -20,13 +20,26 @@ from kassa.console.views import (
     orders,
     overview,
     payouts,
+    risk_rules,
     session,
     settlement,
     subscriptions,
 )
 from kassa.runtime import Services
 
-VIEWS = (session, overview, orders, merchants, acquirers, balances, settlement, subscriptions, payouts, operators)
+VIEWS = (
+    session,
+    overview,
+    orders,
+    merchants,
+    acquirers,
+    risk_rules,
+    balances,
+    settlement,
+    subscriptions,
+    payouts,
+    operators,
+)
 
 Bound = Callable[[Console, Request], Awaitable[Response]]
 
