@@ -83,8 +83,7 @@ def screen_sale(
     if hits:
         store.record_hits(conn, order_id, hits, now_ms)
     if verdict.filtered_by is None:
-        for rule_id, key, bucket in counted:
-            store.count_sale(conn, rule_id, key, bucket, sale.amount)
+        store.count_sales(conn, counted, sale.amount)
         return False
     rule = verdict.filtered_by
     outcomes.record(conn, transaction_id, Outcome(Stage.FILTERED, rule.error_code, rule.error_message()), now_ms)
@@ -111,20 +110,26 @@ def _velocity(
     """The velocity limits' verdict after the block lists', and the counts to add if the sale goes on
     (rule, key, bucket). Dry-run limits count only a sale that goes on: one an enforcing limit filters
     keeps the block lists' dry-run hits alone. Keys are locked in rule id order, the same in every
-    transaction."""
-    would = list(lists.would_filter)
-    counted: list[tuple[int, str, int]] = []
-    for rule in rules:
-        if rule.velocity is None or (value := risk.velocity_key(rule, sale)) is None:
-            continue
-        key = store.key_digest(rule.velocity.per, value)
+    transaction, before their counts are read, all in one statement."""
+    keyed = [
+        (rule, velocity, store.key_digest(velocity.per, value))
+        for rule in rules
+        if (velocity := rule.velocity) is not None and (value := risk.velocity_key(rule, sale)) is not None
+    ]
+    if not keyed:
+        return lists, []
+    for rule, _, key in keyed:
         store.lock_key(conn, rule.id, key)
-        tally = store.tally(conn, rule.id, key, risk.window_start(rule.velocity, now_ms))
-        if risk.exceeds(rule, tally, sale):
+    tallies = store.tallies(
+        conn, [(rule.id, key, risk.window_start(velocity, now_ms)) for rule, velocity, key in keyed]
+    )
+    would = list(lists.would_filter)
+    for rule, _, key in keyed:
+        if risk.exceeds(rule, tallies.get((rule.id, key), risk.Tally()), sale):
             if rule.mode is risk.Mode.ENFORCE:
                 return Verdict(rule, lists.would_filter), []
             would.append(rule)
-        counted.append((rule.id, key, risk.bucket_of(rule.velocity, now_ms)))
+    counted = [(rule.id, key, risk.bucket_of(velocity, now_ms)) for rule, velocity, key in keyed]
     return Verdict(None, tuple(would)), counted
 
 

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, delete, func, insert, select, text, update
+from sqlalchemy import Connection, and_, bindparam, delete, func, insert, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from kassa.domain.risk import Kind, Mode, Per, Rule, RuleError, Tally, Velocity, describe_window, window_start
 from kassa.storage.merchants import NotFound
-from kassa.storage.prepared import Record
+from kassa.storage.prepared import Prepared, Record
 from kassa.storage.tables import cards, endpoints, merchants, orders, risk_hits, risk_rules, risk_velocity
 
 
@@ -134,39 +134,64 @@ def key_digest(per: Per, value: str) -> str:
     return hashlib.sha256(f"{per.value}:{value}".encode()).hexdigest()
 
 
+# Run for every limit of every sale screened: compiled once, on the driver's cursor (``storage.prepared``).
+_LOCK_KEY = Prepared(select(func.pg_advisory_xact_lock(bindparam("rule"), bindparam("key"))))
+_TALLIES: dict[int, Prepared] = {}  # by the number of keys read at once
+
+
+def _tallies_of(count: int) -> Prepared:
+    """The counts of ``count`` keys, each over its own window, in one statement (an index range each)."""
+    found = _TALLIES.get(count)
+    if found is None:
+        c = risk_velocity.c
+        ranges = [
+            and_(c.rule_id == bindparam(f"r{n}"), c.key == bindparam(f"k{n}"), c.bucket_ms >= bindparam(f"s{n}"))
+            for n in range(count)
+        ]
+        found = _TALLIES[count] = Prepared(
+            select(c.rule_id, c.key, func.sum(c.count).label("count"), func.sum(c.amount).label("amount"))
+            .where(or_(*ranges))
+            .group_by(c.rule_id, c.key)
+        )
+    return found
+
+
+def _counting(dialect_insert: Any) -> Any:
+    statement = dialect_insert(risk_velocity).values(
+        rule_id=bindparam("rule_id"), key=bindparam("key"), bucket_ms=bindparam("bucket"), count=1,
+        amount=bindparam("amount"),
+    )  # fmt: skip
+    return statement.on_conflict_do_update(
+        index_elements=[risk_velocity.c.rule_id, risk_velocity.c.key, risk_velocity.c.bucket_ms],
+        set_={"count": risk_velocity.c.count + 1, "amount": risk_velocity.c.amount + statement.excluded.amount},
+    )
+
+
+_COUNT_SALE = Prepared(_counting(sqlite_insert), postgresql=_counting(pg_insert))
+
+
 def lock_key(conn: Connection, rule_id: int, key: str) -> None:
     """Serializes the sales counted under one rule's key until the transaction ends. Two-int advisory locks
     do not meet the migration's one-bigint lock."""
     if conn.dialect.name == "postgresql":
         key_number = int.from_bytes(bytes.fromhex(key[:8]), "big", signed=True)
-        conn.execute(text("SELECT pg_advisory_xact_lock(:rule, :key)"), {"rule": rule_id, "key": key_number})
+        _LOCK_KEY.execute(conn, {"rule": rule_id, "key": key_number})
 
 
-def tally(conn: Connection, rule_id: int, key: str, since_bucket_ms: int) -> Tally:
-    """The key's sales counted from ``since_bucket_ms`` on (an index range of the primary key)."""
-    row = conn.execute(
-        select(
-            func.coalesce(func.sum(risk_velocity.c.count), 0), func.coalesce(func.sum(risk_velocity.c.amount), 0)
-        ).where(
-            risk_velocity.c.rule_id == rule_id,
-            risk_velocity.c.key == key,
-            risk_velocity.c.bucket_ms >= since_bucket_ms,
-        )
-    ).one()
-    return Tally(int(row[0]), int(row[1]))
+def tallies(conn: Connection, keys: Sequence[tuple[int, str, int]]) -> dict[tuple[int, str], Tally]:
+    """The sales counted under each (rule, key) from its first bucket on; a key with none is missing."""
+    values: dict[str, Any] = {}
+    for n, (rule_id, key, since) in enumerate(keys):
+        values |= {f"r{n}": rule_id, f"k{n}": key, f"s{n}": since}
+    rows = _tallies_of(len(keys)).all(conn, values)
+    return {(row["rule_id"], row["key"]): Tally(int(row["count"]), int(row["amount"])) for row in rows}
 
 
-def count_sale(conn: Connection, rule_id: int, key: str, bucket_ms: int, amount: int) -> None:
-    dialect_insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
-    statement = dialect_insert(risk_velocity).values(
-        rule_id=rule_id, key=key, bucket_ms=bucket_ms, count=1, amount=amount
-    )
-    conn.execute(
-        statement.on_conflict_do_update(
-            index_elements=[risk_velocity.c.rule_id, risk_velocity.c.key, risk_velocity.c.bucket_ms],
-            set_={"count": risk_velocity.c.count + 1, "amount": risk_velocity.c.amount + statement.excluded.amount},
-        )
-    )
+def count_sales(conn: Connection, counted: Sequence[tuple[int, str, int]], amount: int) -> None:
+    """A sale of ``amount`` counted under each (rule, key, bucket)."""
+    rows = [{"rule_id": r, "key": k, "bucket": b, "amount": amount} for r, k, b in counted]
+    if rows:
+        _COUNT_SALE.execute_many(conn, rows)
 
 
 def record_hits(conn: Connection, order_id: int, hits: Sequence[tuple[int, bool]], now_ms: int) -> None:
