@@ -238,17 +238,23 @@ def prune(conn: Connection, now_ms: int) -> int:
 DAY_MS = 86_400_000
 
 
-def shown(conn: Connection, rule_id: int, now_ms: int) -> dict[str, Any]:
-    """A rule as operators read it (``described``), with its entries and the orders it filtered (or in
-    dry-run would have) in the last day and the last 30 days; ``merchants.NotFound`` when there is none."""
+def recorded(conn: Connection, rule_id: int) -> dict[str, Any]:
+    """A rule as operators read it (``described``) with its entries, as the audit log keeps it;
+    ``merchants.NotFound`` when there is none."""
     row = find(conn, rule_id)
     if row is None:
         raise NotFound(f"no rule {rule_id}")
+    return {**described(row), "entries": orjson.loads(row["entries"])}
+
+
+def shown(conn: Connection, rule_id: int, now_ms: int) -> dict[str, Any]:
+    """``recorded``, with the orders the rule filtered (or in dry-run would have) in the last day and the
+    last 30 days."""
     counts = {
         "last_day": hit_counts(conn, rule_id, now_ms - DAY_MS),
         "last_30_days": hit_counts(conn, rule_id, now_ms - 30 * DAY_MS),
     }
-    return {**described(row), "entries": orjson.loads(row["entries"]), "filtered": counts}
+    return {**recorded(conn, rule_id), "filtered": counts}
 
 
 def described(row: Record) -> dict[str, Any]:

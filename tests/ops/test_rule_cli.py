@@ -60,6 +60,8 @@ def test_a_card_is_blocked_by_an_order_it_paid_and_the_order_shows_its_rule(merc
     assert gateway.cli("order", "show", again)["filtered_by_rule"] == created["id"]
     assert f"filtered by risk rule {created['id']}" in cli_run(gateway, "order", "show", again).stdout
     assert gateway.cli("rule", "show", str(created["id"]))["filtered"] == {"last_day": 1, "last_30_days": 1}
+    [audited] = run_sql(gateway.database_url, f"SELECT after FROM audit_log WHERE target = 'rule {created['id']}'")
+    assert json.loads(audited[0])["entries"] == created["entries"]  # who blocked what, kept
     listing = json.dumps(gateway.cli("rule", "list"))
     assert "4444" not in listing and created["entries"][0] not in listing  # a list is counted, not shown
 

@@ -76,16 +76,20 @@ async def rule_create(console: Console, visit: Visit) -> Response:
         return await _list(console, visit, 400, problem=_sentence(str(problem)), new=_refilled(form))
     mode = Mode.DRY_RUN if form.get("dry_run") else Mode.ENFORCE
     typed = [line.strip() for line in form.get("values", "").splitlines() if line.strip()] if not limits else []
-    orders = [_number({"n": part}, "n", "--card-of-order") for part in form.get("card_orders", "").split()]
+    orders = form.get("card_orders", "").split()
 
     def create(conn: Connection) -> int:
         merchant, endpoint = form.get("merchant", "").strip() or None, _number(form, "endpoint", "--endpoint")
         scope = store.scope_of(conn, merchant, endpoint)
-        cards = store.cards_of_orders(conn, [n for n in orders if n is not None]) if kind is Kind.CARD else []
+        if orders and kind is not Kind.CARD:
+            raise RuleError("--card-of-order is for a card block list")
+        if not all(part.isdigit() for part in orders):
+            raise RuleError("--card-of-order: order ids, space-separated")
+        cards = store.cards_of_orders(conn, [int(part) for part in orders])
         entries = risk.checked_entries(kind, [*typed, *cards])
         new = store.NewRule(kind, mode, *scope, entries, velocity, note, visit.operator.email)
         rule_id = store.create(conn, new, now_ms())
-        after = store.described(store.find(conn, rule_id) or {})
+        after = store.recorded(conn, rule_id)
         entry = audit_log.Entry(
             visit.operator.email, Action.RULE_CREATE.code, f"rule {rule_id}", audit_log.DONE, None, after, visit.address
         )

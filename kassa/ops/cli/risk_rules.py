@@ -74,7 +74,7 @@ def rule_create(
         entries = _checked(lambda: risk.checked_entries(rule_kind, typed))
         new = store.NewRule(rule_kind, mode, *scope, entries, velocity, note, cli_actor())
         rule_id = store.create(conn, new, now_ms())
-        after = store.described(store.find(conn, rule_id) or {})
+        after = store.recorded(conn, rule_id)
         entry = audit_log.Entry(cli_actor(), Action.RULE_CREATE.code, f"rule {rule_id}", after=after)
         audit_log.append(conn, entry, now_ms())
         return rule_id
