@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import getpass
 import json
+from pathlib import Path
 
 from tests.support.databases import run_sql
 from tests.support.gateway import Merchant, cli_run
@@ -91,3 +92,12 @@ def test_what_a_rule_cannot_be_is_refused_naming_the_option(merchant: Merchant) 
     assert "--card-of-order" in _refusal(merchant, "--kind", "card", "--card-of-order", "999999999", *scope)
     refused = _refusal(merchant, "--kind", "card", "--value", "4111111111111111", *scope)
     assert "fingerprint" in refused and "4111111111111111" not in refused
+
+
+def test_a_block_list_is_read_from_a_file_of_one_entry_a_line(merchant: Merchant, tmp_path: Path) -> None:
+    listed = tmp_path / "bins.txt"
+    listed.write_text("# BINs of the wave of 3 March\n400000-400099\n\n535522  # one more\n")
+    created = merchant.gateway.cli(
+        "rule", "create", "--kind", "bin", "--endpoint", str(merchant.endpoint_id), "--values-file", str(listed)
+    )
+    assert created["entries"] == ["400000-400099", "535522"]

@@ -4,7 +4,7 @@ with it (``--card-of-order``): a card number is never typed on a command line.""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import IO, Any
 
 import click
 from sqlalchemy import Connection
@@ -25,6 +25,11 @@ def rule() -> None:
     """Risk rules: block lists and velocity limits that filter an endpoint's or a merchant's sales."""
 
 
+def _lines_of(source: IO[str]) -> list[str]:
+    """A list file's entries: one a line, blank lines and ``#`` comments left out."""
+    return [entry for line in source if (entry := line.split("#", 1)[0].strip())]
+
+
 def _checked(unit: Any) -> Any:
     try:
         return unit()
@@ -37,6 +42,12 @@ def _checked(unit: Any) -> Any:
 @click.option("--merchant", help="The login of the merchant whose endpoints it screens.")
 @click.option("--endpoint", type=int, help="The one endpoint it screens.")
 @click.option("--value", "values", multiple=True, help="A block list's entry (repeat it): see docs/risk.md.")
+@click.option(
+    "--values-file",
+    type=click.File("r"),
+    default=None,
+    help="A file of block list entries, one a line (# starts a comment); - reads standard input.",
+)
 @click.option("--card-of-order", "card_orders", type=int, multiple=True, help="Block the card this order paid with.")
 @click.option("--per", type=click.Choice(["card", "email", "ip"]), help="A limit's key.")
 @click.option("--limit", type=int, help="A limit: sales (count) or minor units (sum).")
@@ -50,6 +61,7 @@ def rule_create(
     merchant: str | None,
     endpoint: int | None,
     values: tuple[str, ...],
+    values_file: IO[str] | None,
     card_orders: tuple[int, ...],
     per: str | None,
     limit: int | None,
@@ -67,10 +79,11 @@ def rule_create(
         raise click.BadParameter("at most 200 characters", param_hint="--note")
     velocity = _checked(lambda: risk.checked_velocity(rule_kind, per, limit, window, currency))
     mode = Mode.DRY_RUN if dry_run else Mode.ENFORCE
+    listed = [*values, *(_lines_of(values_file) if values_file else [])]
 
     def create(conn: Connection) -> int:
         scope: tuple[int | None, int | None] = _checked(lambda: store.scope_of(conn, merchant, endpoint))
-        typed = [*values, *_checked(lambda: store.cards_of_orders(conn, card_orders))]
+        typed = [*listed, *_checked(lambda: store.cards_of_orders(conn, card_orders))]
         entries = _checked(lambda: risk.checked_entries(rule_kind, typed))
         new = store.NewRule(rule_kind, mode, *scope, entries, velocity, note, cli_actor())
         rule_id = store.create(conn, new, now_ms())
