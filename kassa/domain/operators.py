@@ -40,6 +40,7 @@ class Action(Enum):
     ACQUIRER_DISABLE = ("acquirer.disable", Role.ADMIN)
     ACQUIRER_ENABLE = ("acquirer.enable", Role.ADMIN)
     RULE_CREATE = ("rule.create", Role.ADMIN)
+    RULE_CHANGE = ("rule.entries", Role.ADMIN)
     RULE_DISABLE = ("rule.disable", Role.ADMIN)
     KEY_ADD = ("key.add", Role.ADMIN)
     KEY_REVOKE = ("key.revoke", Role.ADMIN)

@@ -16,7 +16,18 @@ from sqlalchemy import Connection, and_, bindparam, delete, func, insert, or_, s
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from kassa.domain.risk import Kind, Mode, Per, Rule, RuleError, Tally, Velocity, describe_window, window_start
+from kassa.domain.risk import (
+    BLOCK_LISTS,
+    Kind,
+    Mode,
+    Per,
+    Rule,
+    RuleError,
+    Tally,
+    Velocity,
+    describe_window,
+    window_start,
+)
 from kassa.storage.merchants import NotFound
 from kassa.storage.prepared import Prepared, Record
 from kassa.storage.tables import cards, endpoints, merchants, orders, risk_hits, risk_rules, risk_velocity
@@ -89,6 +100,27 @@ def disable(conn: Connection, rule_id: int, now_ms: int) -> bool:
         .values(disabled_at_ms=now_ms)
     )
     return done.rowcount == 1
+
+
+def change_entries(conn: Connection, rule_id: int, added: Sequence[str], removed: Sequence[str]) -> list[str]:
+    """An enabled block list with ``added`` (those it lacks) and without ``removed``: the entries it changed
+    by, in that order ("+entry", "-entry"); ``merchants.NotFound`` or ``RuleError`` when it cannot be."""
+    row = conn.execute(select(risk_rules).where(risk_rules.c.id == rule_id).with_for_update()).mappings().first()
+    if row is None:
+        raise NotFound(f"no rule {rule_id}")
+    if row["disabled_at_ms"] is not None:
+        raise RuleError(f"rule {rule_id} is disabled: create a new one")
+    if Kind(row["kind"]) not in BLOCK_LISTS:
+        raise RuleError(f"rule {rule_id} is a limit, not a block list: create a new one to change it")
+    before: list[str] = orjson.loads(row["entries"])
+    held = set(before)
+    missing = [entry for entry in removed if entry not in held]
+    if missing:
+        raise RuleError(f"--value: {missing[0][:40]!r} is not on rule {rule_id}'s list")
+    gone = set(removed)
+    new = [entry for entry in dict.fromkeys([*before, *added]) if entry not in gone]
+    conn.execute(update(risk_rules).where(risk_rules.c.id == rule_id).values(entries=orjson.dumps(new).decode()))
+    return [f"+{e}" for e in dict.fromkeys(added) if e not in held] + [f"-{e}" for e in dict.fromkeys(removed)]
 
 
 def find(conn: Connection, rule_id: int) -> Record | None:

@@ -101,3 +101,30 @@ def test_a_block_list_is_read_from_a_file_of_one_entry_a_line(merchant: Merchant
         "rule", "create", "--kind", "bin", "--endpoint", str(merchant.endpoint_id), "--values-file", str(listed)
     )
     assert created["entries"] == ["400000-400099", "535522"]
+
+
+def test_entries_are_added_to_and_removed_from_a_block_list_each_change_audited(merchant: Merchant) -> None:
+    gateway, endpoint = merchant.gateway, str(merchant.endpoint_id)
+    created = gateway.cli("rule", "create", "--kind", "email", "--endpoint", endpoint, "--value", "a@example.com")
+    rule_id = str(created["id"])
+    added = gateway.cli("rule", "add", rule_id, "--value", "Cardholder@Example.com", "--value", "a@example.com")
+    assert added["changed"] == ["+cardholder@example.com"] and added["entry_count"] == 2
+    filtered = merchant.sale("cli-add-1").json()["paynet-order-id"]  # e-mail cardholder@example.com
+    assert merchant.wait_final(filtered)["status"] == "filtered"
+    removed = gateway.cli("rule", "remove", rule_id, "--value", "cardholder@example.com")
+    assert removed["changed"] == ["-cardholder@example.com"] and removed["entries"] == ["a@example.com"]
+    passed = merchant.sale("cli-add-2").json()["paynet-order-id"]
+    assert merchant.wait_final(passed)["status"] == "approved"
+    refused = cli_run(gateway, "rule", "remove", rule_id, "--value", "nobody@example.com")
+    assert refused.returncode != 0 and "is not on rule" in refused.stderr
+    limit = gateway.cli("rule", "create", "--kind", "count", "--endpoint", endpoint, "--per", "ip", "--limit", "9",
+                        "--window", "1h")  # fmt: skip
+    refused = cli_run(gateway, "rule", "add", str(limit["id"]), "--value", "1.2.3.4")
+    assert refused.returncode != 0 and "--value is for block lists, not for a count limit" in refused.stderr
+    audited = run_sql(
+        gateway.database_url, f"SELECT action, after FROM audit_log WHERE target = 'rule {rule_id}' ORDER BY id"
+    )
+    assert [(a, json.loads(after).get("entries")) for a, after in audited][1:] == [
+        ("rule.entries", ["+cardholder@example.com"]),
+        ("rule.entries", ["-cardholder@example.com"]),
+    ]

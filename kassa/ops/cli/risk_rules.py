@@ -98,6 +98,66 @@ def rule_create(
     emit(as_json, shown, [f"rule {rule_id} created", *_lines(shown)[1:]])
 
 
+_VALUES = (
+    click.option("--value", "values", multiple=True, help="An entry (repeat it)."),
+    click.option("--values-file", type=click.File("r"), default=None, help="Entries one a line; - reads stdin."),
+)
+
+
+def _with_values(command: Any) -> Any:
+    for option in reversed(_VALUES):
+        command = option(command)
+    return command
+
+
+def _entries_change(rule_id: int, added: list[str], removed: list[str], as_json: bool) -> None:
+    """Adds or removes a block list's entries, as checked for its kind; audited with the change."""
+
+    def change(conn: Connection) -> list[str]:
+        found = store.find(conn, rule_id)
+        if found is None:
+            raise merchant_store.NotFound(f"no rule {rule_id}")
+        kind = Kind(found["kind"])
+        checked = _checked(lambda: [risk.checked_entries(kind, each) if each else () for each in (added, removed)])
+        changed: list[str] = _checked(lambda: store.change_entries(conn, rule_id, *checked))
+        entry = audit_log.Entry(cli_actor(), Action.RULE_CHANGE.code, f"rule {rule_id}", after={"entries": changed})
+        audit_log.append(conn, entry, now_ms())
+        return changed
+
+    changed = write(change)
+    core_risk.forget()
+    shown = read(lambda conn: store.shown(conn, rule_id, now_ms()))
+    emit(as_json, {**shown, "changed": changed}, [f"rule {rule_id}: {len(changed)} entries changed", _line(shown)])
+
+
+@rule.command("add")
+@click.argument("rule_id", type=int)
+@_with_values
+@click.option("--card-of-order", "card_orders", type=int, multiple=True, help="The card this order paid with.")
+@json_option
+def rule_add(
+    rule_id: int, values: tuple[str, ...], values_file: IO[str] | None, card_orders: tuple[int, ...], as_json: bool
+) -> None:
+    """Add entries to an enabled block list (those it has already are left as they are)."""
+    cards = read(lambda conn: _checked(lambda: store.cards_of_orders(conn, card_orders)))
+    added = [*values, *(_lines_of(values_file) if values_file else []), *cards]
+    if not added:
+        raise click.UsageError("nothing to add: give --value, --values-file or --card-of-order")
+    _entries_change(rule_id, added, [], as_json)
+
+
+@rule.command("remove")
+@click.argument("rule_id", type=int)
+@_with_values
+@json_option
+def rule_remove(rule_id: int, values: tuple[str, ...], values_file: IO[str] | None, as_json: bool) -> None:
+    """Remove entries from an enabled block list; one it does not hold refuses the whole change."""
+    removed = [*values, *(_lines_of(values_file) if values_file else [])]
+    if not removed:
+        raise click.UsageError("nothing to remove: give --value or --values-file")
+    _entries_change(rule_id, [], removed, as_json)
+
+
 @rule.command("list")
 @click.option("--all", "include_disabled", is_flag=True, help="Disabled rules too.")
 @json_option
