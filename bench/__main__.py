@@ -13,7 +13,7 @@ from pathlib import Path
 from bench import claims, isolation, logcost, metricscost, overload, peer, postgres, probe, report
 from bench.load import LoadResult, LoadSpec
 from bench.pyload import run_pyload
-from bench.scenarios import BACKENDS, SCENARIOS, Bench, Generator, Options, Row, connector_cost, say
+from bench.scenarios import BACKENDS, SCENARIOS, Bench, Generator, Options, Row, connector_cost, risk_cost, say
 from bench.wrk import ensure_wrk, run_wrk, write_script
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
@@ -36,7 +36,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--scenarios",
         default=",".join(SCENARIOS),
         help="comma-separated, of: core (sale, payout, status), peer, e2e, bulk, scale, oauth, claims, overload,"
-        " isolation, connector (default all; the ceiling always runs)",
+        " isolation, connector, risk (default all; the ceiling always runs)",
     )
     parser.add_argument("--e2e-rate", type=float, default=1000, help="end to end: sales per second (default 1000)")
     parser.add_argument("--e2e-duration", type=float, default=60, help="end to end: seconds of load (default 60)")
@@ -169,6 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows += isolation.measure(backend, spec, opts.connections)
     if "connector" in opts.scenarios:
         bench.facts.append(connector_cost())
+    if "risk" in opts.scenarios:
+        bench.facts.append(risk_cost())
     bench.facts.append(logcost.in_own_process(opts.server_core))
     bench.facts.append(metricscost.note(opts.server_core))
     bench.facts.append(f"the whole bench took {(time.monotonic() - started) / 60:.1f} minutes")

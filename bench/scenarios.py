@@ -45,9 +45,9 @@ from bench.stages import SUMMARY
 
 Generator = Callable[[LoadSpec], LoadResult]
 BACKENDS = ("sqlite", "postgresql")
-# claims (bench/claims.py), overload (bench/overload.py), isolation (bench/isolation.py) and connector
-# (bench/connector.py, a line of the notes): run by main
-SCENARIOS = ("core", "peer", "e2e", "bulk", "scale", "oauth", "claims", "overload", "isolation", "connector")
+# claims (bench/claims.py), overload (bench/overload.py), isolation (bench/isolation.py), connector
+# (bench/connector.py) and risk (bench/risk.py), the last two a line of the notes each: run by main
+SCENARIOS = ("core", "peer", "e2e", "bulk", "scale", "oauth", "claims", "overload", "isolation", "connector", "risk")
 T = TypeVar("T")
 BODY_MARGIN = 1000
 QUIET = 0.15
@@ -516,6 +516,12 @@ def connector_cost() -> str:
     of the notes."""
     say("ISO 8583 connector against the sandbox")
     return summary_of("ISO 8583 connector", "connector", ["--sales", "2000", "--rounds", "3"])
+
+
+def risk_cost() -> str:
+    """What risk rules add to a sale's opening on SQLite (``bench/risk.py``), as one line of the notes."""
+    say("risk rules: 10,000 block-list entries and 5 velocity limits")
+    return summary_of("risk rules", "risk", ["--orders", "4000", "--rounds", "3"])
 
 
 def summary_of(name: str, module: str, args: list[str]) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kassa import crashpoints, metrics
+from kassa.core import risk
 from kassa.domain.merchants import Endpoint
 from kassa.domain.recurring import Retries
 from kassa.engine import signals
@@ -172,6 +173,7 @@ def build_services(settings: Settings, worker_count: int) -> Services:
         settings.idle_claim_interval,
     )
     directory = EndpointDirectory(db, vault, settings.endpoint_cache_seconds, live=not settings.test_clock)
+    risk.cache_for(settings.endpoint_cache_seconds)  # risk rules are read as endpoints are
     limits = Limits.from_settings(settings)
     shedder = LoadShedder(db, settings.overload_job_age)
     if not worker_count:  # an API-only process: jobs, callbacks and scheduled work run elsewhere

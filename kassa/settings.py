@@ -455,7 +455,7 @@ class Settings:
         "KASSA_ENDPOINT_CACHE_SECONDS",
         "2",
         number(0, inclusive=True),
-        "how long endpoint settings are cached per process",
+        "how long endpoint settings and risk rules are cached per process",
     )
     address_rate: float = setting(
         "KASSA_ADDRESS_RATE",

@@ -21,6 +21,7 @@ from kassa.console.views import (
     orders,
     overview,
     payouts,
+    risk_rules,
     session,
     settlement,
     subscriptions,
@@ -28,7 +29,8 @@ from kassa.console.views import (
 from kassa.runtime import Services
 
 VIEWS = (
-    session, overview, orders, merchants, acquirers, balances, settlement, subscriptions, payouts, disputes, operators,
+    session, overview, orders, merchants, acquirers, risk_rules, balances, settlement, subscriptions, payouts,
+    disputes, operators,
 )  # fmt: skip
 
 Bound = Callable[[Console, Request], Awaitable[Response]]

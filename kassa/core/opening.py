@@ -9,8 +9,10 @@ import dataclasses
 
 from sqlalchemy import Connection
 
+from kassa.core import risk
 from kassa.domain import cards
 from kassa.domain.lifecycle import Stage
+from kassa.domain.risk import Rule
 from kassa.domain.transactions import rule
 from kassa.storage import browser_sessions
 from kassa.storage import jobs as job_queue
@@ -39,11 +41,21 @@ def new_card(vault: Vault, merchant_id: int, pan: str, exp_month: int, exp_year:
 
 def open_order(conn: Connection, new: NewOrder) -> Started:
     """Opens the order ``new`` describes, or finds the one its ``client_orderid`` opened on the endpoint
-    before (the unique constraint tells): then nothing is written."""
-    if conn.dialect.name == "postgresql" and new.card and new.cvv_ciphertext and not new.hosted:
+    before (the unique constraint tells): then nothing is written. An order a risk rule filters ends
+    at once (``Started.decided``), with no processing job."""
+    rules = risk.rules_for(conn, new.merchant_id, new.endpoint_id)
+    if not rules and conn.dialect.name == "postgresql" and new.card and new.cvv_ciphertext and not new.hosted:
         return order_store.insert_card_sale(conn, new, new.card)  # the same rows in one round trip
     started = insert_rows(conn, new)
-    return next_step(conn, new, started) if started.created else started
+    if not started.created:
+        return started
+    return screened(conn, new, started, rules) or next_step(conn, new, started)
+
+
+def screened(conn: Connection, new: NewOrder, started: Started, rules: tuple[Rule, ...]) -> Started | None:
+    """The order filtered by one of ``rules``, or None when it goes on. A hosted form's card is not
+    known yet: its order is screened when the card is collected (``collect_card``)."""
+    return None if not rules or new.hosted else risk.screen(conn, rules, new, started)
 
 
 def insert_rows(conn: Connection, new: NewOrder) -> Started:
@@ -95,8 +107,9 @@ def collect_card(
     checkout_ttl_ms: int,
     checkout: SealedToken,
 ) -> bool:
-    """The card a hosted form collected: stored with its CVV (kept until authorization), processing queued,
-    and the checkout page's session opened behind ``checkout``. False when the form's session expired or
+    """The card a hosted form collected: stored with its CVV (kept until authorization), screened by the
+    risk rules, processing queued unless one filtered it, and the checkout page's session opened behind
+    ``checkout`` (it shows the outcome). False when the form's session expired or
     was used already (of two submissions, the single-use update lets one through)."""
     if session["expires_at_ms"] < now_ms or not browser_sessions.use_session(conn, session["token_digest"], now_ms):
         return False
@@ -104,7 +117,10 @@ def collect_card(
     order_store.set_card(conn, order["id"], card_id)
     if cvv_ciphertext is not None:  # none for the card a payout pays to
         order_store.keep_cvv(conn, transaction_id, cvv_ciphertext)
-    job_queue.add(conn, JobKind.PROCESS, transaction_id, run_at_ms=now_ms, now_ms=now_ms)
+    rules = risk.rules_for(conn, order["merchant_id"], order["endpoint_id"])
+    sale = risk.collected_sale(order, card)
+    if not (rules and risk.screen_sale(conn, rules, sale, order["id"], transaction_id, now_ms)):
+        job_queue.add(conn, JobKind.PROCESS, transaction_id, run_at_ms=now_ms, now_ms=now_ms)
     kind = SessionKind.CHECKOUT
     browser_sessions.open_session(conn, kind, order["id"], transaction_id, now_ms, checkout_ttl_ms, checkout)
     return True

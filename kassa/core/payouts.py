@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, insert
 
-from kassa.core import opening, outcomes, recurring
+from kassa.core import opening, outcomes, recurring, risk
 from kassa.core.followups import OrderRef, locked_order
 from kassa.core.outbox import NOTHING_QUEUED, Queued
 from kassa.domain import ledger
@@ -71,7 +71,9 @@ def open_payout(
     if (declined := _declined_uncovered(conn, order, new.tx_type, tx_id, new.amount, new.now_ms)) is not None:
         # A payout form's page then shows the outcome and takes the recipient back to the merchant.
         return OpenedPayout(opening.open_form(conn, new, started) if new.hosted else started, declined)
-    return OpenedPayout(opening.next_step(conn, new, started))
+    # Screened once its amount is reserved: a filtered payout gives it back as any failed one does.
+    rules = risk.rules_for(conn, new.merchant_id, new.endpoint_id)
+    return OpenedPayout(opening.screened(conn, new, started, rules) or opening.next_step(conn, new, started))
 
 
 def _declined_uncovered(

@@ -184,8 +184,8 @@ def _locked(conn: Connection, rows: Sequence[Record], state: ChargeState) -> Ite
 
 def _make_try(conn: Connection, payment: Record, n: int, try_number: int, due_at_ms: int, now_ms: int) -> bool:
     """Try ``try_number`` of charge ``n``: claimed, then its sale order opened. A card expired by the due
-    date is not sent to the acquirer: the order is declined at once (its callbacks go out) and the
-    payment stops, ``expired``; False then, True when the payment goes on."""
+    date is not sent to the acquirer: the order is declined at once (its callbacks go out; unless a risk
+    rule filtered it) and the payment stops, ``expired``; False then, True when the payment goes on."""
     charge_id = store.claim_try(conn, payment["id"], n, try_number, due_at_ms, now_ms)
     if charge_id is None:
         return True  # made before, by another process or before a crash: its transaction committed
@@ -198,9 +198,10 @@ def _make_try(conn: Connection, payment: Record, n: int, try_number: int, due_at
     store.set_charge(conn, charge_id, order_id=started.order_id)
     if not card.expired_by(date_of(due_at_ms)):
         return True
-    # The processing job finds the sale final and ends without reaching the acquirer (``Worker._load``).
-    declined = Outcome(Stage.DECLINED, EXPIRED_CARD_CODE, EXPIRED_CARD_MESSAGE)
-    outcomes.record(conn, started.transaction_id, declined, now_ms)
+    if not started.decided:  # a risk rule's filtered outcome stands; the payment stops all the same
+        # The processing job finds the sale final and ends without reaching the acquirer (``Worker._load``).
+        declined = Outcome(Stage.DECLINED, EXPIRED_CARD_CODE, EXPIRED_CARD_MESSAGE)
+        outcomes.record(conn, started.transaction_id, declined, now_ms)
     _stop(conn, payment["id"], Status.EXPIRED, now_ms)
     return False
 

@@ -93,6 +93,7 @@ class Started:
     form_token: SealedToken | None = None  # the hosted form's, sealed: its URL needs the vault
     job: Job | None = None  # the processing job, written leased (``NewOrder.lease``)
     card_id: int | None = None  # the card written with the order
+    decided: bool = False  # ended at once as it was opened (a risk rule filtered it): its callbacks queued
 
 
 def _values(*columns: str) -> dict[str, BindParameter[Any]]:

@@ -681,3 +681,50 @@ chargebacks = Table(
     Index("ix_chargebacks_state", "state", "disputed_on", "id"),
     sqlite_autoincrement=True,
 )
+
+# Risk rules (docs/risk.md): block lists and velocity limits screening an endpoint's or a merchant's first
+# authorizations as their orders are opened. A rule is disabled, never deleted: orders name it.
+risk_rules = Table(
+    "risk_rules",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("kind", String(16), nullable=False),  # domain.risk.Kind
+    Column("mode", String(16), nullable=False),  # enforce, dry-run
+    Column("merchant_id", ForeignKey("merchants.id")),  # the scope: one of these two
+    Column("endpoint_id", ForeignKey("endpoints.id")),
+    Column("entries", Text, nullable=False, default="[]"),  # a block list's, JSON
+    Column("per", String(16)),  # a limit's: card, email, ip
+    Column("limit_value", BigInteger),  # sales (count) or minor units (sum)
+    Column("window_ms", BigInteger),
+    Column("currency", String(3)),  # a sum's
+    Column("note", String(200), nullable=False, default=""),
+    Column("created_by", String(254), nullable=False),
+    Column("created_at_ms", BigInteger, nullable=False),
+    Column("disabled_at_ms", BigInteger),
+    sqlite_autoincrement=True,
+)
+
+# A velocity limit's sales per key (a digest of the card's fingerprint, the e-mail or the IP address) and
+# bucket (a twelfth of the window): a sale reads its key's buckets of the window by this primary key.
+risk_velocity = Table(
+    "risk_velocity",
+    metadata,
+    Column("rule_id", ForeignKey("risk_rules.id"), primary_key=True),
+    Column("key", String(64), primary_key=True),
+    Column("bucket_ms", BigInteger, primary_key=True),
+    Column("count", BigInteger, nullable=False),
+    Column("amount", BigInteger, nullable=False),
+    Index("ix_risk_velocity_age", "rule_id", "bucket_ms"),  # the scheduler's pruning of buckets out of the window
+)
+
+# The orders a rule filtered, or in dry-run would have: which rule filtered an order, a rule's counts.
+risk_hits = Table(
+    "risk_hits",
+    metadata,
+    Column("rule_id", ForeignKey("risk_rules.id"), primary_key=True),
+    Column("order_id", ForeignKey("orders.id"), primary_key=True),
+    Column("dry_run", Boolean, nullable=False),
+    Column("at_ms", BigInteger, nullable=False),
+    Index("ix_risk_hits_rule_time", "rule_id", "at_ms"),
+    Index("ix_risk_hits_order", "order_id"),
+)

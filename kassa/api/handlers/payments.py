@@ -79,7 +79,7 @@ def answer_opened(req: OperationRequest, new: NewOrder, started: Started, *, cal
         descriptor = req.endpoint.member(new.endpoint_id).descriptor
         req.services.hand_over(started.job, new.lease, opening.opened_work(new, started, descriptor))
     elif started.created:  # a new order has callbacks only when it was decided at once
-        req.services.wake_workers(callbacks=callbacks_queued)
+        req.services.wake_workers(callbacks=callbacks_queued or started.decided)
     reply = async_reply(started.serial, req.values["client_orderid"], started.order_id, started.endpoint_id)
     if started.form_token is not None:  # this request's token, or the first's for a repeat
         token = tokens.open_token(req.services.vault, started.form_token)

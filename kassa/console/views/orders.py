@@ -36,6 +36,7 @@ from kassa.storage import callbacks as callback_store
 from kassa.storage import ledger as ledger_store
 from kassa.storage import orders as order_store
 from kassa.storage import payouts as payout_store
+from kassa.storage import risk as risk_store
 from kassa.storage.order_search import Found, Search
 from kassa.storage.prepared import Record
 
@@ -248,6 +249,7 @@ def _order_detail(conn: Connection, order_id: int) -> dict[str, Any] | None:
         "callbacks": calls,
         "allowed": _allowed(state, full["currency"]),
         "order_status": status_of(Stage(txs[-1]["row"]["stage"])).value if txs else "",
+        "filtered_by": risk_store.filtered_by(conn, order_id),
     }
 
 

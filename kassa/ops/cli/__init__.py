@@ -23,6 +23,7 @@ COMMAND_MODULES = {
     "endpoint": "merchants",
     "group": "merchants",
     "acquirer": "acquirers",
+    "rule": "risk_rules",
     "key": "keys",
     "order": "orders",
     "settle": "orders",

@@ -18,6 +18,7 @@ from kassa.storage import ledger as ledger_store
 from kassa.storage import merchants as merchant_store
 from kassa.storage import orders as order_store
 from kassa.storage import payouts as payout_store
+from kassa.storage import risk as risk_store
 
 
 @click.group()
@@ -35,16 +36,17 @@ def _amount_text(minor: int, currency: str) -> str:
 def order_show(order_id: int, as_json: bool) -> None:
     """One order with every transaction (card data masked)."""
 
-    def query(conn: Connection) -> tuple[order_store.OrderSnapshot | None, dict[int, Any], Any]:
+    def query(conn: Connection) -> tuple[order_store.OrderSnapshot | None, dict[int, Any], Any, int | None]:
         snapshot = order_store.order_by_id(conn, order_id)
         if snapshot is None:
-            return None, {}, None
+            return None, {}, None, None
         authentications = {
             tx["id"]: authentication_store.of_transaction(conn, tx["id"]) for tx in snapshot.transactions
         }
-        return snapshot, authentications, payout_store.destination_of(conn, order_id)
+        filtered_by = risk_store.filtered_by(conn, order_id)
+        return snapshot, authentications, payout_store.destination_of(conn, order_id), filtered_by
 
-    snapshot, authentications, destination = read(query)
+    snapshot, authentications, destination, filtered_by = read(query)
     if snapshot is None:
         raise click.ClickException(f"no order {order_id}")
     o, card = snapshot.order, snapshot.card
@@ -57,8 +59,11 @@ def order_show(order_id: int, as_json: bool) -> None:
         "card": cards.mask_stored(card["bin"], card["last_four"], card["brand"]) if card else None,
         "destination": {"type": destination["kind"], "account": destination["masked"]} if destination else None,
         "transactions": [_transaction_dict(tx, authentications.get(tx["id"])) for tx in snapshot.transactions],
+        "filtered_by_rule": filtered_by,
     }
     lines = [f"order {o['id']} ({o['client_orderid']}) {data['amount']} {o['currency']} card {data['card']}"]
+    if filtered_by is not None:
+        lines.append(f"  filtered by risk rule {filtered_by} (kassa rule show {filtered_by})")
     lines += [
         f"  {t['serial_number']}  {t['order_stage']:<24} {t['amount']} {t['error_code'] or ''}"
         for t in data["transactions"]

@@ -1,0 +1,151 @@
+"""Risk rules run in an order's opening transaction (CONTRACT §16): an order a rule filters ends
+``filtered`` there and then, its callbacks queued, no processing job written, nothing sent to any
+acquirer. Rules are cached per process for as long as endpoints are (KASSA_ENDPOINT_CACHE_SECONDS), so
+that a deployment with no rules reads none per sale."""
+
+from __future__ import annotations
+
+import time
+import weakref
+
+import orjson
+from sqlalchemy import Connection, Engine
+
+from kassa.core import outcomes
+from kassa.domain import risk
+from kassa.domain.lifecycle import Stage
+from kassa.domain.risk import Rule, Sale, Verdict
+from kassa.processors.interface import Outcome
+from kassa.storage import risk as store
+from kassa.storage.orders import NewCard, NewOrder, Started
+from kassa.storage.prepared import Record
+
+_cache_seconds = 2.0  # the process's endpoint cache time (``cache_for``)
+_cache: weakref.WeakKeyDictionary[Engine, tuple[float, tuple[Rule, ...]]] = weakref.WeakKeyDictionary()
+
+
+def rules_for(conn: Connection, merchant_id: int, endpoint_id: int) -> tuple[Rule, ...]:
+    """The enabled rules of the endpoint and of its merchant, as this process last read them."""
+    now = time.monotonic()
+    cached = _cache.get(conn.engine)
+    if cached is None or cached[0] <= now:
+        cached = (now + _cache_seconds, store.enabled_rules(conn))
+        _cache[conn.engine] = cached
+    if not cached[1]:
+        return ()
+    return tuple(r for r in cached[1] if r.endpoint_id == endpoint_id or r.merchant_id == merchant_id)
+
+
+def cache_for(seconds: float) -> None:
+    """How long this process keeps the rules it read: as long as its endpoints (a process-wide
+    setting, set once at start-up)."""
+    global _cache_seconds
+    _cache_seconds = seconds
+    _cache.clear()
+
+
+def forget() -> None:
+    """Drops the rules this process cached, so that it sees an operator's change at once; other processes
+    see it within the cache time."""
+    _cache.clear()
+
+
+def screen(conn: Connection, rules: tuple[Rule, ...], new: NewOrder, started: Started) -> Started | None:
+    """Runs ``rules`` on the order just opened: the order filtered, its callbacks queued (the ``Started``
+    returned says so), or None when it goes on."""
+    if not screen_sale(conn, rules, _sale(conn, new), started.order_id, started.transaction_id, new.now_ms):
+        return None
+    return Started(
+        started.order_id,
+        started.endpoint_id,
+        started.serial,
+        started.request_fingerprint,
+        True,
+        started.transaction_id,
+        card_id=started.card_id,
+        decided=True,
+    )
+
+
+def screen_sale(
+    conn: Connection, rules: tuple[Rule, ...], sale: Sale, order_id: int, transaction_id: int, now_ms: int
+) -> bool:
+    """Whether one of ``rules`` filtered the order's first transaction (then recorded ``filtered``, its
+    callbacks queued). Dry-run rules that would have filtered it are recorded; the sale is counted by the
+    velocity limits only when it goes on."""
+    verdict = risk.screen_lists(rules, sale)
+    counted: list[tuple[int, str, int]] = []
+    if verdict.filtered_by is None:
+        verdict, counted = _velocity(conn, rules, sale, verdict, now_ms)
+    hits = [(r.id, True) for r in verdict.would_filter]
+    if verdict.filtered_by is not None:
+        hits.append((verdict.filtered_by.id, False))
+    if hits:
+        store.record_hits(conn, order_id, hits, now_ms)
+    if verdict.filtered_by is None:
+        store.count_sales(conn, counted, sale.amount)
+        return False
+    rule = verdict.filtered_by
+    outcomes.record(conn, transaction_id, Outcome(Stage.FILTERED, rule.error_code, rule.error_message()), now_ms)
+    return True
+
+
+def collected_sale(order: Record, card: NewCard) -> Sale:
+    """What rules look at in a hosted form's order, once its card is collected."""
+    return Sale(
+        order["merchant_id"],
+        order["endpoint_id"],
+        order["amount"],
+        order["currency"],
+        card.pan_fingerprint,
+        card.bin,
+        order["email"],
+        _ip(order["customer"]),
+    )
+
+
+def _velocity(
+    conn: Connection, rules: tuple[Rule, ...], sale: Sale, lists: Verdict, now_ms: int
+) -> tuple[Verdict, list[tuple[int, str, int]]]:
+    """The velocity limits' verdict after the block lists', and the counts to add if the sale goes on
+    (rule, key, bucket). Dry-run limits count only a sale that goes on: one an enforcing limit filters
+    keeps the block lists' dry-run hits alone. Keys are locked in rule id order, the same in every
+    transaction, before their counts are read, all in one statement."""
+    keyed = [
+        (rule, velocity, store.key_digest(velocity.per, value))
+        for rule in rules
+        if (velocity := rule.velocity) is not None and (value := risk.velocity_key(rule, sale)) is not None
+    ]
+    if not keyed:
+        return lists, []
+    for rule, _, key in keyed:
+        store.lock_key(conn, rule.id, key)
+    tallies = store.tallies(
+        conn, [(rule.id, key, risk.window_start(velocity, now_ms)) for rule, velocity, key in keyed]
+    )
+    would = list(lists.would_filter)
+    for rule, _, key in keyed:
+        if risk.exceeds(rule, tallies.get((rule.id, key), risk.Tally()), sale):
+            if rule.mode is risk.Mode.ENFORCE:
+                return Verdict(rule, lists.would_filter), []
+            would.append(rule)
+    counted = [(rule.id, key, risk.bucket_of(velocity, now_ms)) for rule, velocity, key in keyed]
+    return Verdict(None, tuple(would)), counted
+
+
+def _sale(conn: Connection, new: NewOrder) -> Sale:
+    fingerprint: str | None = None
+    bin_: str | None = None
+    if new.card is not None:
+        fingerprint, bin_ = new.card.pan_fingerprint, new.card.bin
+    elif new.card_id is not None:  # a rebill's, a recurring charge's or a payout's stored card
+        fingerprint, bin_ = store.card_facts(conn, new.card_id)
+    return Sale(
+        new.merchant_id, new.endpoint_id, new.amount, new.currency, fingerprint, bin_, new.email, _ip(new.customer)
+    )
+
+
+def _ip(customer: str | None) -> str | None:
+    """The customer's IP address among the order's customer fields (JSON), if the merchant sent one."""
+    found = orjson.loads(customer).get("ipaddress") if customer else None
+    return str(found) if found else None

@@ -1,0 +1,371 @@
+"""Risk rules (CONTRACT §16): block lists and velocity limits an endpoint's or a merchant's first
+authorizations are screened by before they leave the gateway, as plain data and pure decisions. Storage
+counts the velocity and keeps the rules; ``core.opening`` runs them in the order's opening transaction.
+
+3-D Secure "required above an amount" is not a kind here: whether a cardholder is authenticated is the
+card issuer's decision, asked by the worker after the order is opened (``Authenticator.path``); the
+gateway has no way to force it (docs/risk.md)."""
+
+from __future__ import annotations
+
+import bisect
+import ipaddress
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+# A window is counted in this many buckets: a sale leaves the count at most a twelfth of the window late.
+BUCKETS_PER_WINDOW = 12
+MIN_BUCKET_MS = 1_000
+
+
+class Kind(StrEnum):
+    CARD = "card"  # block list of card fingerprints
+    BIN = "bin"  # block list of BINs and BIN ranges
+    EMAIL = "email"  # block list of e-mail addresses
+    IP = "ip"  # block list of customer IP addresses and networks
+    COUNT = "count"  # at most ``limit`` sales per key over the window
+    SUM = "sum"  # at most ``limit`` minor units of ``currency`` per key over the window
+
+
+class Per(StrEnum):
+    """What a velocity limit counts by."""
+
+    CARD = "card"
+    EMAIL = "email"
+    IP = "ip"
+
+
+class Mode(StrEnum):
+    ENFORCE = "enforce"
+    DRY_RUN = "dry-run"  # counts what it would filter, filters nothing
+
+
+BLOCK_LISTS = frozenset({Kind.CARD, Kind.BIN, Kind.EMAIL, Kind.IP})
+VELOCITY = frozenset({Kind.COUNT, Kind.SUM})
+
+# The error-code of an order a rule filtered, by the rule's kind: outside §12's 1-11 and 500 and the
+# action codes 100-909 (docs/risk.md).
+ERROR_CODES: Mapping[Kind, str] = {
+    Kind.CARD: "4001",
+    Kind.BIN: "4002",
+    Kind.EMAIL: "4003",
+    Kind.IP: "4004",
+    Kind.COUNT: "4101",
+    Kind.SUM: "4102",
+}
+
+_LISTED: Mapping[Kind, str] = {
+    Kind.CARD: "the card is on a block list",
+    Kind.BIN: "the card's BIN is on a block list",
+    Kind.EMAIL: "the e-mail address is on a block list",
+    Kind.IP: "the customer's IP address is on a block list",
+}
+
+
+class RuleError(ValueError):
+    """A rule that cannot be made as asked; the message names the option."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sale:
+    """What rules look at in an order being opened."""
+
+    merchant_id: int
+    endpoint_id: int
+    amount: int
+    currency: str
+    card_fingerprint: str | None
+    bin: str | None
+    email: str
+    ip: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Velocity:
+    per: Per
+    limit: int
+    window_ms: int
+    currency: str | None = None  # a sum's: only sales in it are summed
+
+    @property
+    def bucket_ms(self) -> int:
+        return max(MIN_BUCKET_MS, self.window_ms // BUCKETS_PER_WINDOW)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    id: int
+    kind: Kind
+    mode: Mode
+    merchant_id: int | None = None  # the scope: a merchant's endpoints, or one endpoint
+    endpoint_id: int | None = None
+    entries: tuple[str, ...] = ()  # a block list's
+    velocity: Velocity | None = None
+    _list: BlockList = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if (self.merchant_id is None) == (self.endpoint_id is None):
+            raise RuleError("a rule applies to one merchant or one endpoint (--merchant or --endpoint)")
+        object.__setattr__(self, "_list", BlockList.of(self.kind, self.entries))
+
+    def applies_to(self, sale: Sale) -> bool:
+        return self.endpoint_id == sale.endpoint_id or self.merchant_id == sale.merchant_id
+
+    def listed(self, sale: Sale) -> bool:
+        """A block list's: whether the sale's card, BIN, e-mail or IP address is on it."""
+        return self._list.holds(_listed_value(self.kind, sale))
+
+    @property
+    def error_code(self) -> str:
+        return ERROR_CODES[self.kind]
+
+    def error_message(self) -> str:
+        """Which limit refused the order; never which list entry."""
+        if self.velocity is None:
+            return f"Refused by risk rule {self.id}: {_LISTED[self.kind]}"
+        v = self.velocity
+        amount = f"{v.limit} {v.currency} minor units" if self.kind is Kind.SUM else f"{v.limit} sales"
+        return f"Refused by risk rule {self.id}: more than {amount} per {v.per.value} in {describe_window(v.window_ms)}"
+
+
+def _listed_value(kind: Kind, sale: Sale) -> str | None:
+    match kind:
+        case Kind.CARD:
+            return sale.card_fingerprint
+        case Kind.BIN:
+            return sale.bin
+        case Kind.EMAIL:
+            return normalized_email(sale.email) or None
+        case Kind.IP:
+            return sale.ip
+    return None
+
+
+def velocity_key(rule: Rule, sale: Sale) -> str | None:
+    """What a velocity rule counts the sale under; None when the sale has nothing to count by (no card
+    sent, no e-mail, no IP address) or is in another currency than a sum's."""
+    v = rule.velocity
+    assert v is not None, "a velocity rule has its limit"
+    if v.currency is not None and v.currency != sale.currency:
+        return None
+    match v.per:
+        case Per.CARD:
+            return sale.card_fingerprint
+        case Per.EMAIL:
+            return normalized_email(sale.email) or None
+        case Per.IP:
+            return sale.ip or None
+
+
+@dataclass(frozen=True, slots=True)
+class Tally:
+    """A key's sales counted over a rule's window, before the one being opened."""
+
+    count: int = 0
+    amount: int = 0
+
+
+def exceeds(rule: Rule, tally: Tally, sale: Sale) -> bool:
+    """Whether the sale being opened would take the key over the rule's limit."""
+    v = rule.velocity
+    assert v is not None, "a velocity rule has its limit"
+    if rule.kind is Kind.COUNT:
+        return tally.count + 1 > v.limit
+    return tally.amount + sale.amount > v.limit
+
+
+def bucket_of(velocity: Velocity, now_ms: int) -> int:
+    """The start of the bucket a sale at ``now_ms`` is counted in."""
+    return now_ms - now_ms % velocity.bucket_ms
+
+
+def window_start(velocity: Velocity, now_ms: int) -> int:
+    """The first bucket counted at ``now_ms``: the window's buckets, the current one included."""
+    return bucket_of(velocity, now_ms) - (BUCKETS_PER_WINDOW - 1) * velocity.bucket_ms
+
+
+@dataclass(frozen=True, slots=True)
+class BlockList:
+    """Entries looked up by hash (exact values), by bisection (BIN ranges) or by one hash per prefix
+    length (IP networks): cost does not grow with the list."""
+
+    exact: frozenset[str] = frozenset()
+    ranges: tuple[tuple[int, int], ...] = ()  # BIN ranges, sorted and merged
+    networks: Mapping[int, frozenset[int]] = field(default_factory=dict)  # IP: prefix length → networks
+
+    @staticmethod
+    def of(kind: Kind, entries: Iterable[str]) -> BlockList:
+        entries = tuple(entries)
+        match kind:
+            case Kind.BIN:
+                singles = {e for e in entries if "-" not in e}
+                return BlockList(frozenset(singles), _merged(_bin_range(e) for e in entries if "-" in e))
+            case Kind.IP:
+                return BlockList(networks=_networks(entries))
+            case Kind.EMAIL:
+                return BlockList(frozenset(normalized_email(e) for e in entries))
+            case _:
+                return BlockList(frozenset(entries))
+
+    def holds(self, value: str | None) -> bool:
+        if not value:
+            return False
+        if self.networks:
+            return _in_networks(self.networks, value)
+        if value in self.exact:
+            return True
+        if not self.ranges:
+            return False
+        n = int(value)
+        i = bisect.bisect_right(self.ranges, n, key=lambda r: r[0]) - 1  # the last range starting at or before
+        return i >= 0 and n <= self.ranges[i][1]
+
+
+def _bin_range(entry: str) -> tuple[int, int]:
+    lo, hi = entry.split("-", 1)
+    return int(lo), int(hi)
+
+
+def _merged(ranges: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(ranges):
+        if merged and lo <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
+        else:
+            merged.append((lo, hi))
+    return tuple(merged)
+
+
+def _networks(entries: Iterable[str]) -> dict[int, frozenset[int]]:
+    by_length: dict[int, set[int]] = {}
+    for entry in entries:
+        net = ipaddress.ip_network(entry, strict=False)
+        # IPv6 lengths are kept apart from IPv4's by an offset: one key space for both families.
+        length = net.prefixlen + (0 if net.version == 4 else 1000)
+        by_length.setdefault(length, set()).add(int(net.network_address))
+    return {length: frozenset(nets) for length, nets in by_length.items()}
+
+
+def _in_networks(networks: Mapping[int, frozenset[int]], value: str) -> bool:
+    try:
+        address = ipaddress.ip_address(value)
+    except ValueError:
+        return False  # a customer IP the merchant sent malformed is on no list
+    bits, offset = (32, 0) if address.version == 4 else (128, 1000)
+    n = int(address)
+    for length, nets in networks.items():
+        prefix = length - offset
+        if 0 <= prefix <= bits and (n >> (bits - prefix) << (bits - prefix) if prefix else 0) in nets:
+            return True
+    return False
+
+
+def normalized_email(email: str) -> str:
+    return email.strip().lower()
+
+
+# Checking what an operator types
+
+
+def checked_entries(kind: Kind, entries: Sequence[str]) -> tuple[str, ...]:
+    """A block list's entries as stored, or ``RuleError`` naming the first bad one."""
+    if kind not in BLOCK_LISTS:
+        if entries:
+            raise RuleError(f"--value is for block lists, not for a {kind.value} limit")
+        return ()
+    if not entries:
+        raise RuleError(f"a {kind.value} block list needs at least one --value")
+    return tuple(_checked_entry(kind, e.strip()) for e in entries)
+
+
+def _checked_entry(kind: Kind, entry: str) -> str:
+    match kind:
+        case Kind.CARD:
+            if len(entry) != 64 or any(c not in "0123456789abcdef" for c in entry):
+                raise RuleError("--value: a card is named by its fingerprint (64 hex digits; kassa order show)")
+        case Kind.BIN:
+            parts = entry.split("-")
+            if len(parts) > 2 or not all(len(p) == 6 and p.isdigit() for p in parts) or parts[0] > parts[-1]:
+                raise RuleError(f"--value: {entry[:40]!r} is not a 6-digit BIN or a range like 400000-400099")
+        case Kind.EMAIL:
+            if "@" not in entry or len(entry) > 254:
+                raise RuleError(f"--value: {entry[:40]!r} is not an e-mail address")
+            return normalized_email(entry)
+        case Kind.IP:
+            try:
+                return str(ipaddress.ip_network(entry, strict=False))
+            except ValueError:
+                raise RuleError(f"--value: {entry[:40]!r} is not an IP address or network") from None
+    return entry
+
+
+_UNITS = {"s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_window(text: str) -> int:
+    """``30m``, ``1h``, ``7d`` in milliseconds; at least a minute, at most 90 days."""
+    unit = _UNITS.get(text[-1:]) if text else None
+    if unit is None or not text[:-1].isdigit():
+        raise RuleError("--window: a number and a unit, s, m, h or d (30m, 24h, 7d)")
+    ms = int(text[:-1]) * unit
+    if not 60_000 <= ms <= 90 * 86_400_000:
+        raise RuleError("--window: at least 1m and at most 90d")
+    return ms
+
+
+def describe_window(ms: int) -> str:
+    for unit in ("d", "h", "m", "s"):
+        if ms % _UNITS[unit] == 0:
+            return f"{ms // _UNITS[unit]}{unit}"
+    return f"{ms}ms"
+
+
+def checked_velocity(
+    kind: Kind, per: str | None, limit: int | None, window: str | None, currency: str | None
+) -> Velocity | None:
+    """A velocity limit's settings, or ``RuleError`` naming the option missing or wrong."""
+    if kind not in VELOCITY:
+        if per or limit is not None or window or currency:
+            raise RuleError(
+                f"--per, --limit, --window and --currency are for limits, not for a {kind.value} block list"
+            )
+        return None
+    if per not in {p.value for p in Per}:
+        raise RuleError("--per: card, email or ip")
+    if limit is None or limit < 1:
+        raise RuleError("--limit: a whole number of at least 1 (sales for count, minor units for sum)")
+    if window is None:
+        raise RuleError("--window is required for a limit (30m, 24h, 7d)")
+    if kind is Kind.SUM and not currency:
+        raise RuleError("--currency is required for a sum limit (amounts are summed in one currency)")
+    if kind is Kind.COUNT and currency:
+        raise RuleError("--currency is for sum limits")
+    return Velocity(Per(per), limit, parse_window(window), currency.upper() if currency else None)
+
+
+# Screening
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What the rules decided for a sale: the rule that filters it (None: it goes on), and the dry-run
+    rules that would have."""
+
+    filtered_by: Rule | None = None
+    would_filter: tuple[Rule, ...] = ()
+
+
+PASSED = Verdict()
+
+
+def screen_lists(rules: Sequence[Rule], sale: Sale) -> Verdict:
+    """The block lists' verdict: the first enforcing list (in id order) that holds the sale filters it;
+    every dry-run list that holds it would have."""
+    enforcing = (r for r in rules if r.kind in BLOCK_LISTS and r.mode is Mode.ENFORCE and r.listed(sale))
+    would = tuple(r for r in rules if r.kind in BLOCK_LISTS and r.mode is Mode.DRY_RUN and r.listed(sale))
+    return Verdict(next(enforcing, None), would)
+
+
+def applicable(rules: Iterable[Rule], sale: Sale) -> tuple[Rule, ...]:
+    return tuple(rule for rule in rules if rule.applies_to(sale))

@@ -1,0 +1,319 @@
+"""Risk rules as stored (``risk_rules``), their velocity counts (``risk_velocity``) and the orders they
+filtered or would have (``risk_hits``). A velocity key's buckets are read by primary key under a lock on
+the key (PostgreSQL: a transaction-scoped advisory lock; SQLite: its one writer), so that of concurrent
+sales on one key each sees the others' counts: none slips through a limit."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from sqlalchemy import Connection, and_, bindparam, delete, func, insert, or_, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from kassa.domain.risk import (
+    BLOCK_LISTS,
+    Kind,
+    Mode,
+    Per,
+    Rule,
+    RuleError,
+    Tally,
+    Velocity,
+    describe_window,
+    window_start,
+)
+from kassa.storage.merchants import NotFound
+from kassa.storage.prepared import Prepared, Record
+from kassa.storage.tables import cards, endpoints, merchants, orders, risk_hits, risk_rules, risk_velocity
+
+
+@dataclass(frozen=True, slots=True)
+class NewRule:
+    kind: Kind
+    mode: Mode
+    merchant_id: int | None
+    endpoint_id: int | None
+    entries: tuple[str, ...]
+    velocity: Velocity | None
+    note: str
+    created_by: str
+
+
+def scope_of(conn: Connection, merchant_login: str | None, endpoint_id: int | None) -> tuple[int | None, int | None]:
+    """The merchant's id or the endpoint's a rule is for, or ``RuleError`` naming the option."""
+    if (merchant_login is None) == (endpoint_id is None):
+        raise RuleError("give --merchant LOGIN or --endpoint ID: a rule applies to one of them")
+    if merchant_login is not None:
+        found = conn.execute(select(merchants.c.id).where(merchants.c.login == merchant_login)).scalar()
+        if found is None:
+            raise RuleError(f"--merchant: no merchant {merchant_login[:40]!r}")
+        return int(found), None
+    if conn.execute(select(endpoints.c.id).where(endpoints.c.id == endpoint_id)).scalar() is None:
+        raise RuleError(f"--endpoint: no endpoint {endpoint_id}")
+    return None, endpoint_id
+
+
+def cards_of_orders(conn: Connection, order_ids: Sequence[int]) -> list[str]:
+    """The fingerprints of the cards the orders were paid with, or ``RuleError`` naming an order without."""
+    found = []
+    for order_id in order_ids:
+        fingerprint = conn.execute(
+            select(cards.c.pan_fingerprint).join(orders, orders.c.card_id == cards.c.id).where(orders.c.id == order_id)
+        ).scalar()
+        if fingerprint is None:
+            raise RuleError(f"--card-of-order: order {order_id} does not exist or has no card")
+        found.append(str(fingerprint))
+    return found
+
+
+def create(conn: Connection, new: NewRule, now_ms: int) -> int:
+    v = new.velocity
+    values = {
+        "kind": new.kind.value,
+        "mode": new.mode.value,
+        "merchant_id": new.merchant_id,
+        "endpoint_id": new.endpoint_id,
+        "entries": orjson.dumps(list(new.entries)).decode(),
+        "per": v.per.value if v else None,
+        "limit_value": v.limit if v else None,
+        "window_ms": v.window_ms if v else None,
+        "currency": v.currency if v else None,
+        "note": new.note,
+        "created_by": new.created_by,
+        "created_at_ms": now_ms,
+    }
+    rule_id: int = conn.execute(insert(risk_rules).values(values).returning(risk_rules.c.id)).scalar_one()
+    return rule_id
+
+
+def disable(conn: Connection, rule_id: int, now_ms: int) -> bool:
+    """False when there is no such rule or it was disabled before."""
+    done = conn.execute(
+        update(risk_rules)
+        .where(risk_rules.c.id == rule_id, risk_rules.c.disabled_at_ms.is_(None))
+        .values(disabled_at_ms=now_ms)
+    )
+    return done.rowcount == 1
+
+
+def change_entries(conn: Connection, rule_id: int, added: Sequence[str], removed: Sequence[str]) -> list[str]:
+    """An enabled block list with ``added`` (those it lacks) and without ``removed``: the entries it changed
+    by, in that order ("+entry", "-entry"); ``merchants.NotFound`` or ``RuleError`` when it cannot be."""
+    row = conn.execute(select(risk_rules).where(risk_rules.c.id == rule_id).with_for_update()).mappings().first()
+    if row is None:
+        raise NotFound(f"no rule {rule_id}")
+    if row["disabled_at_ms"] is not None:
+        raise RuleError(f"rule {rule_id} is disabled: create a new one")
+    if Kind(row["kind"]) not in BLOCK_LISTS:
+        raise RuleError(f"rule {rule_id} is a limit, not a block list: create a new one to change it")
+    before: list[str] = orjson.loads(row["entries"])
+    held = set(before)
+    missing = [entry for entry in removed if entry not in held]
+    if missing:
+        raise RuleError(f"--value: {missing[0][:40]!r} is not on rule {rule_id}'s list")
+    gone = set(removed)
+    new = [entry for entry in dict.fromkeys([*before, *added]) if entry not in gone]
+    conn.execute(update(risk_rules).where(risk_rules.c.id == rule_id).values(entries=orjson.dumps(new).decode()))
+    return [f"+{e}" for e in dict.fromkeys(added) if e not in held] + [f"-{e}" for e in dict.fromkeys(removed)]
+
+
+def find(conn: Connection, rule_id: int) -> Record | None:
+    row = conn.execute(select(risk_rules).where(risk_rules.c.id == rule_id)).mappings().first()
+    return None if row is None else dict(row)
+
+
+def listed(conn: Connection, *, include_disabled: bool) -> list[Record]:
+    query = select(risk_rules).order_by(risk_rules.c.id)
+    if not include_disabled:
+        query = query.where(risk_rules.c.disabled_at_ms.is_(None))
+    return [dict(row) for row in conn.execute(query).mappings()]
+
+
+def enabled_rules(conn: Connection) -> tuple[Rule, ...]:
+    """Every enabled rule, in id order (the order they run and lock their keys in)."""
+    return tuple(rule_of(row) for row in listed(conn, include_disabled=False))
+
+
+def rule_of(row: Record) -> Rule:
+    velocity = None
+    if row["per"] is not None:
+        velocity = Velocity(Per(row["per"]), row["limit_value"], row["window_ms"], row["currency"])
+    return Rule(
+        id=row["id"],
+        kind=Kind(row["kind"]),
+        mode=Mode(row["mode"]),
+        merchant_id=row["merchant_id"],
+        endpoint_id=row["endpoint_id"],
+        entries=tuple(orjson.loads(row["entries"])),
+        velocity=velocity,
+    )
+
+
+def card_facts(conn: Connection, card_id: int) -> tuple[str, str]:
+    """A stored card's fingerprint and BIN: what rules know a rebill's card by."""
+    row = conn.execute(select(cards.c.pan_fingerprint, cards.c.bin).where(cards.c.id == card_id)).one()
+    return row[0], row[1]
+
+
+def key_digest(per: Per, value: str) -> str:
+    """The velocity key a value is counted under: e-mail addresses and IP addresses are not stored."""
+    return hashlib.sha256(f"{per.value}:{value}".encode()).hexdigest()
+
+
+# Run for every limit of every sale screened: compiled once, on the driver's cursor (``storage.prepared``).
+_LOCK_KEY = Prepared(select(func.pg_advisory_xact_lock(bindparam("rule"), bindparam("key"))))
+_TALLIES: dict[int, Prepared] = {}  # by the number of keys read at once
+
+
+def _tallies_of(count: int) -> Prepared:
+    """The counts of ``count`` keys, each over its own window, in one statement (an index range each)."""
+    found = _TALLIES.get(count)
+    if found is None:
+        c = risk_velocity.c
+        ranges = [
+            and_(c.rule_id == bindparam(f"r{n}"), c.key == bindparam(f"k{n}"), c.bucket_ms >= bindparam(f"s{n}"))
+            for n in range(count)
+        ]
+        found = _TALLIES[count] = Prepared(
+            select(c.rule_id, c.key, func.sum(c.count).label("count"), func.sum(c.amount).label("amount"))
+            .where(or_(*ranges))
+            .group_by(c.rule_id, c.key)
+        )
+    return found
+
+
+def _counting(dialect_insert: Any) -> Any:
+    statement = dialect_insert(risk_velocity).values(
+        rule_id=bindparam("rule_id"), key=bindparam("key"), bucket_ms=bindparam("bucket"), count=1,
+        amount=bindparam("amount"),
+    )  # fmt: skip
+    return statement.on_conflict_do_update(
+        index_elements=[risk_velocity.c.rule_id, risk_velocity.c.key, risk_velocity.c.bucket_ms],
+        set_={"count": risk_velocity.c.count + 1, "amount": risk_velocity.c.amount + statement.excluded.amount},
+    )
+
+
+_COUNT_SALE = Prepared(_counting(sqlite_insert), postgresql=_counting(pg_insert))
+
+
+def lock_key(conn: Connection, rule_id: int, key: str) -> None:
+    """Serializes the sales counted under one rule's key until the transaction ends. Two-int advisory locks
+    do not meet the migration's one-bigint lock."""
+    if conn.dialect.name == "postgresql":
+        key_number = int.from_bytes(bytes.fromhex(key[:8]), "big", signed=True)
+        _LOCK_KEY.execute(conn, {"rule": rule_id, "key": key_number})
+
+
+def tallies(conn: Connection, keys: Sequence[tuple[int, str, int]]) -> dict[tuple[int, str], Tally]:
+    """The sales counted under each (rule, key) from its first bucket on; a key with none is missing."""
+    values: dict[str, Any] = {}
+    for n, (rule_id, key, since) in enumerate(keys):
+        values |= {f"r{n}": rule_id, f"k{n}": key, f"s{n}": since}
+    rows = _tallies_of(len(keys)).all(conn, values)
+    return {(row["rule_id"], row["key"]): Tally(int(row["count"]), int(row["amount"])) for row in rows}
+
+
+def count_sales(conn: Connection, counted: Sequence[tuple[int, str, int]], amount: int) -> None:
+    """A sale of ``amount`` counted under each (rule, key, bucket)."""
+    rows = [{"rule_id": r, "key": k, "bucket": b, "amount": amount} for r, k, b in counted]
+    if rows:
+        _COUNT_SALE.execute_many(conn, rows)
+
+
+def record_hits(conn: Connection, order_id: int, hits: Sequence[tuple[int, bool]], now_ms: int) -> None:
+    """The rules (id, dry-run) that filtered the order or would have."""
+    rows = [{"rule_id": r, "order_id": order_id, "dry_run": dry, "at_ms": now_ms} for r, dry in hits]
+    conn.execute(insert(risk_hits), rows)
+
+
+def filtered_by(conn: Connection, order_id: int) -> int | None:
+    """The rule that filtered the order, if one did."""
+    found = conn.execute(
+        select(risk_hits.c.rule_id).where(risk_hits.c.order_id == order_id, risk_hits.c.dry_run.is_(False))
+    ).first()
+    return None if found is None else int(found[0])
+
+
+def hit_counts(conn: Connection, rule_id: int, since_ms: int) -> int:
+    """The orders the rule filtered (or in dry-run would have) since ``since_ms``."""
+    return int(
+        conn.execute(
+            select(func.count())
+            .select_from(risk_hits)
+            .where(risk_hits.c.rule_id == rule_id, risk_hits.c.at_ms >= since_ms)
+        ).scalar_one()
+    )
+
+
+def prune(conn: Connection, now_ms: int) -> int:
+    """Deletes the velocity counts no window counts any more (all of a disabled rule's): an index range per
+    limit. Run by every scheduler; where another just ran, it finds nothing."""
+    deleted = 0
+    for row in listed(conn, include_disabled=True):
+        found = rule_of(row)
+        if found.velocity is None:
+            continue
+        before = now_ms + 1 if row["disabled_at_ms"] is not None else window_start(found.velocity, now_ms)
+        done = conn.execute(
+            delete(risk_velocity).where(risk_velocity.c.rule_id == found.id, risk_velocity.c.bucket_ms < before)
+        )
+        deleted += done.rowcount
+    return deleted
+
+
+DAY_MS = 86_400_000
+
+
+def recorded(conn: Connection, rule_id: int) -> dict[str, Any]:
+    """A rule as operators read it (``described``) with its entries, as the audit log keeps it;
+    ``merchants.NotFound`` when there is none."""
+    row = find(conn, rule_id)
+    if row is None:
+        raise NotFound(f"no rule {rule_id}")
+    return {**described(row), "entries": orjson.loads(row["entries"])}
+
+
+def shown(conn: Connection, rule_id: int, now_ms: int) -> dict[str, Any]:
+    """``recorded``, with the orders the rule filtered (or in dry-run would have) in the last day and the
+    last 30 days."""
+    counts = {
+        "last_day": hit_counts(conn, rule_id, now_ms - DAY_MS),
+        "last_30_days": hit_counts(conn, rule_id, now_ms - 30 * DAY_MS),
+    }
+    return {**recorded(conn, rule_id), "filtered": counts}
+
+
+def described(row: Record) -> dict[str, Any]:
+    """A rule for operators: its limit in words; a block list's entries counted, not listed."""
+    found = rule_of(row)
+    limit = None
+    if found.velocity is not None:
+        v = found.velocity
+        limit = {"per": v.per.value, "limit": v.limit, "window": describe_window(v.window_ms), "currency": v.currency}
+    return {
+        "id": found.id,
+        "kind": found.kind.value,
+        "mode": found.mode.value,
+        "enabled": row["disabled_at_ms"] is None,
+        "merchant_id": found.merchant_id,
+        "endpoint_id": found.endpoint_id,
+        "entry_count": len(found.entries),
+        "limit": limit,
+        "error_code": found.error_code,
+        "note": row["note"],
+        "created_by": row["created_by"],
+        "created_at": _iso(row["created_at_ms"]),
+        "disabled_at": _iso(row["disabled_at_ms"]),
+    }
+
+
+def _iso(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).isoformat(timespec="milliseconds")

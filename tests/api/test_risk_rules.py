@@ -1,0 +1,110 @@
+"""Risk rules seen by a merchant (CONTRACT §16): a sale a rule refuses is answered ``async-response`` as
+any other, ends ``filtered`` with the kind's error-code and the limit named, is called back, and reaches
+no acquirer; a velocity limit holds across gateway processes sharing one database."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from kassa.processors.iso8583.dialect import Kind as MessageKind
+from tests.api.test_payouts import CARD, outcome, payout
+from tests.support.acquirer_host import host_on_a_thread, iso_connection
+from tests.support.balances import available, credit
+from tests.support.gateway import TLS, Gateway, Merchant, free_port, new_merchant
+from tests.support.operations import LEDGER_OK, ledger_check
+from tests.support.receiver import Receiver, running
+from tests.support.recurring import subscribe_due_now
+
+
+def _rule(merchant: Merchant, *args: str) -> int:
+    created = merchant.gateway.cli("rule", "create", "--endpoint", str(merchant.endpoint_id), *args)
+    rule_id: int = created["id"]
+    return rule_id
+
+
+def test_a_filtered_sale_is_answered_as_any_and_ends_filtered_with_its_callback(merchant: Merchant) -> None:
+    rule_id = _rule(merchant, "--kind", "email", "--value", "fraud@example.com")
+    with running(Receiver(free_port())) as receiver:
+        answer = merchant.sale("rr-1", email="Fraud@example.com", server_callback_url=receiver.url)
+        assert answer.status_code == 200 and answer.json()["type"] == "async-response"
+        status = merchant.wait_final(answer.json()["paynet-order-id"])
+        assert (status["status"], status["order-stage"], status["error-code"]) == ("filtered", "sale_filtered", "4003")
+        assert status["error-message"] == f"Refused by risk rule {rule_id}: the e-mail address is on a block list"
+        [callback] = receiver.wait_for(1)
+        assert (callback.query["status"], callback.query["orderid"]) == ("filtered", answer.json()["paynet-order-id"])
+    passed = merchant.sale("rr-2", email="cardholder@example.com")
+    assert merchant.wait_final(passed.json()["paynet-order-id"])["status"] == "approved"
+    shown = merchant.gateway.cli("order", "show", answer.json()["paynet-order-id"])
+    assert shown["filtered_by_rule"] == rule_id
+
+
+def _card_messages(host: object) -> list[str]:
+    """The card numbers of the financial messages the host received (sign-on and echoes left out)."""
+    network = host.dialect.messages[MessageKind.ECHO].mti  # type: ignore[attr-defined]
+    return [m.get("2", "") for m in host.received if m["t"] != network]  # type: ignore[attr-defined]
+
+
+def test_a_filtered_sale_sends_nothing_to_the_acquirer(merchant: Merchant) -> None:
+    with host_on_a_thread() as host:
+        iso_connection(merchant, host)
+        _rule(merchant, "--kind", "bin", "--value", "411100-411199")
+        filtered = merchant.sale("rr-acq-1")
+        assert merchant.wait_final(filtered.json()["paynet-order-id"])["status"] == "filtered"
+        other = merchant.sale("rr-acq-2", credit_card_number="5555555555554444")
+        assert merchant.wait_final(other.json()["paynet-order-id"])["status"] == "approved"
+        assert _card_messages(host) == ["5555555555554444"]
+
+
+@pytest.mark.backends("postgresql")
+def test_ten_concurrent_sales_on_two_processes_pass_a_limit_of_five_exactly_five_times(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    first = gateway_factory()
+    second = gateway_factory()
+    merchant = new_merchant(first, f"m-{uuid.uuid4().hex[:10]}")
+    _rule(merchant, "--kind", "count", "--per", "card", "--limit", "5", "--window", "1h")
+    on_second = Merchant(second, merchant.login, merchant.control_key, merchant.endpoint_id)
+    shops = [merchant, on_second] * 5
+    with ThreadPoolExecutor(10) as pool:
+        answers = list(pool.map(lambda n: shops[n].sale(f"rr-c-{n}").json(), range(10)))
+    finals = [merchant.wait_final(a["paynet-order-id"]) for a in answers]
+    assert sorted(f["status"] for f in finals) == ["approved"] * 5 + ["filtered"] * 5
+    assert {f["error-code"] for f in finals if f["status"] == "filtered"} == {"4101"}
+
+
+def test_a_payout_to_a_listed_card_is_filtered_and_gives_its_reservation_back(merchant: Merchant) -> None:
+    credit(merchant, "100.00")
+    _rule(merchant, "--kind", "bin", "--value", "411111")
+    found = outcome(merchant, payout(merchant, CARD, "40.00"))
+    assert (found["status"], found["error-code"]) == ("filtered", "4002")
+    assert available(merchant) == "100.00"
+    assert ledger_check(merchant) == LEDGER_OK
+
+
+def test_a_recurring_charge_on_a_listed_card_is_filtered(clock_merchant: Merchant) -> None:
+    subscribe_due_now(clock_merchant, max_count=1)
+    _rule(clock_merchant, "--kind", "bin", "--value", "411111")
+    clock_merchant.gateway.advance(0)  # a scheduler tick: the charge is due
+    charge = clock_merchant.status(client_orderid="sub0-1").json()
+    final = clock_merchant.wait_final(charge["paynet-order-id"])
+    assert (final["status"], final["error-code"]) == ("filtered", "4002")
+
+
+def test_a_hosted_forms_sale_is_screened_when_its_card_is_collected(merchant: Merchant) -> None:
+    _rule(merchant, "--kind", "bin", "--value", "411111")
+    data = merchant.sale_fields("rr-form-1")
+    for card_field in ("credit_card_number", "card_printed_name", "expire_month", "expire_year", "cvv2"):
+        del data[card_field]
+    opened = merchant.gateway.post(f"/api/v2/sale-form/{merchant.endpoint_id}", data).json()
+    card = {"cc-number": "4111 1111 1111 1111", "cc-name": "Jane Doe", "cc-exp": "12/30", "cc-csc": "123"}
+    submitted = httpx.post(opened["redirect-url"], data=card, verify=TLS, timeout=30)
+    assert submitted.status_code == 303, submitted.text
+    final = merchant.wait_final(opened["paynet-order-id"])
+    assert (final["status"], final["error-code"]) == ("filtered", "4002")
+    checkout = httpx.get(submitted.headers["location"], verify=TLS, timeout=30)
+    assert checkout.status_code == 200 and "filtered" in checkout.text  # the final redirect to the shop

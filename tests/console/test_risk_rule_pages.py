@@ -1,0 +1,89 @@
+"""Risk rules in the console: admins create and disable them, as ``kassa rule`` then shows, each change
+audited under the operator's email; bad input is refused naming the option; everyone reads the rules, a
+rule's counts of the orders it filtered, and on an order's page the rule that filtered it; a viewer
+changes nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.support.console import ConsoleClient
+from tests.support.databases import run_sql
+from tests.support.gateway import Gateway, Merchant
+
+
+def _audited(gateway: Gateway, rule_id: int) -> list[str]:
+    rows = run_sql(gateway.database_url, f"SELECT action FROM audit_log WHERE target = 'rule {rule_id}' ORDER BY id")
+    return [row[0] for row in rows]
+
+
+def test_an_admin_creates_a_rule_that_filters_and_disables_it(
+    console_as: Callable[[str], ConsoleClient], merchant: Merchant
+) -> None:
+    admin, gateway = console_as("admin"), merchant.gateway
+    fields = {"kind": "email", "endpoint": str(merchant.endpoint_id), "values": "Fraud@Example.com\n", "note": "wave"}
+    created = admin.post("/rules", fields, from_page="/rules")
+    assert created.status_code == 303, created.text
+    rule_id = int(created.headers["location"].rsplit("/", 1)[1])
+    assert gateway.cli("rule", "show", str(rule_id))["entries"] == ["fraud@example.com"]
+    order = merchant.sale("con-r-1", email="fraud@example.com").json()["paynet-order-id"]
+    assert merchant.wait_final(order)["status"] == "filtered"
+    page = admin.get(f"/rules/{rule_id}").text
+    assert "1 in the last day, 1 in the last 30 days" in page and "fraud@example.com" in page
+    assert f'href="/rules/{rule_id}">risk rule {rule_id}' in admin.get(f"/orders/{order}").text
+    assert admin.post(f"/rules/{rule_id}/disable", {}).status_code == 303
+    assert gateway.cli("rule", "show", str(rule_id))["enabled"] is False
+    assert admin.post(f"/rules/{rule_id}/disable", {}).status_code == 409
+    assert _audited(gateway, rule_id) == ["rule.create", "rule.disable"]
+
+
+def test_a_limit_is_created_in_dry_run_from_the_console(
+    console_as: Callable[[str], ConsoleClient], merchant: Merchant
+) -> None:
+    admin = console_as("admin")
+    fields = {
+        "kind": "sum", "endpoint": str(merchant.endpoint_id), "per": "ip", "limit": "100000", "window": "7d",
+        "currency": "usd", "dry_run": "1",
+    }  # fmt: skip
+    created = admin.post("/rules", fields, from_page="/rules")
+    assert created.status_code == 303, created.text
+    shown = merchant.gateway.cli("rule", "show", created.headers["location"].rsplit("/", 1)[1])
+    assert (shown["mode"], shown["limit"]) == (
+        "dry-run",
+        {"per": "ip", "limit": 100000, "window": "7d", "currency": "USD"},
+    )
+
+
+def test_bad_input_is_refused_naming_the_option_and_the_form_kept(
+    console_as: Callable[[str], ConsoleClient], merchant: Merchant
+) -> None:
+    admin, endpoint = console_as("admin"), str(merchant.endpoint_id)
+    cases = [
+        ({"kind": "bin", "values": "411111"}, "--merchant LOGIN or --endpoint ID"),
+        ({"kind": "bin", "endpoint": endpoint, "values": "41111"}, "6-digit BIN"),
+        ({"kind": "count", "endpoint": endpoint, "per": "card", "limit": "5"}, "--window"),
+        ({"kind": "count", "endpoint": endpoint, "per": "card", "limit": "five", "window": "1h"}, "--limit"),
+        ({"kind": "card", "endpoint": endpoint, "card_orders": "999999999"}, "--card-of-order"),
+    ]
+    for fields, named in cases:
+        answer = admin.post("/rules", fields, from_page="/rules")
+        assert answer.status_code == 400 and named in answer.text, (fields, answer.text[:300])
+    assert 'value="999999999"' in answer.text  # the refused form comes back filled in
+
+
+def test_a_viewer_reads_rules_and_changes_nothing(
+    shared_gateway: Gateway, console_as: Callable[[str], ConsoleClient], merchant: Merchant
+) -> None:
+    rule = shared_gateway.cli(
+        "rule", "create", "--kind", "ip", "--endpoint", str(merchant.endpoint_id), "--value", "198.51.100.1"
+    )
+    viewer = console_as("viewer")
+    for path in ("/rules", f"/rules/{rule['id']}"):
+        answer = viewer.get(path)
+        assert answer.status_code == 200 and '<form method="post" action="/rules' not in answer.text, path
+    assert (
+        viewer.post("/rules", {"kind": "bin", "endpoint": str(merchant.endpoint_id), "values": "411111"}).status_code
+        == 403
+    )
+    assert viewer.post(f"/rules/{rule['id']}/disable", {}).status_code == 403
+    assert shared_gateway.cli("rule", "show", str(rule["id"]))["enabled"] is True

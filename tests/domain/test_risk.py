@@ -1,0 +1,196 @@
+"""Risk rules as pure decisions: what each block list holds, what a velocity limit lets through, which
+orders a rule's scope covers, and what an operator may type."""
+
+from __future__ import annotations
+
+import pytest
+
+from kassa.domain import risk
+from kassa.domain.risk import Kind, Mode, Per, Rule, RuleError, Sale, Tally, Velocity
+
+CARD = "ab" * 32
+
+
+def sale(**changes: object) -> Sale:
+    values: dict[str, object] = dict(
+        merchant_id=1,
+        endpoint_id=10,
+        amount=1000,
+        currency="EUR",
+        card_fingerprint=CARD,
+        bin="411111",
+        email="Buyer@Example.com",
+        ip="203.0.113.7",
+    )
+    return Sale(**{**values, **changes})  # type: ignore[arg-type]
+
+
+def block(kind: Kind, *entries: str, mode: Mode = Mode.ENFORCE, merchant_id: int | None = 1) -> Rule:
+    return Rule(1, kind, mode, merchant_id=merchant_id, entries=risk.checked_entries(kind, entries))
+
+
+def test_card_block_list_holds_the_card_by_fingerprint_only() -> None:
+    rule = block(Kind.CARD, CARD)
+    assert rule.listed(sale())
+    assert not rule.listed(sale(card_fingerprint="cd" * 32))
+    assert not rule.listed(sale(card_fingerprint=None))
+
+
+def test_bin_block_list_holds_single_bins_and_ranges() -> None:
+    rule = block(Kind.BIN, "411111", "520000-520099", "530000-530000")
+    assert rule.listed(sale(bin="411111"))
+    assert rule.listed(sale(bin="520000"))
+    assert rule.listed(sale(bin="520050"))
+    assert rule.listed(sale(bin="520099"))
+    assert rule.listed(sale(bin="530000"))
+    for outside in ("411112", "519999", "520100", "530001", "100000"):
+        assert not rule.listed(sale(bin=outside)), outside
+
+
+def test_overlapping_bin_ranges_hold_their_union() -> None:
+    rule = block(Kind.BIN, "400000-400500", "400400-400900", "401000-401000")
+    assert rule.listed(sale(bin="400700"))
+    assert not rule.listed(sale(bin="400950"))
+
+
+def test_email_block_list_ignores_case_and_spaces() -> None:
+    rule = block(Kind.EMAIL, " buyer@EXAMPLE.com ")
+    assert rule.listed(sale(email="BUYER@example.com"))
+    assert not rule.listed(sale(email="other@example.com"))
+    assert not rule.listed(sale(email=""))
+
+
+def test_ip_block_list_holds_addresses_and_networks_of_both_families() -> None:
+    rule = block(Kind.IP, "198.51.100.0/24", "203.0.113.7", "2001:db8::/32")
+    assert rule.listed(sale(ip="198.51.100.200"))
+    assert rule.listed(sale(ip="203.0.113.7"))
+    assert rule.listed(sale(ip="2001:db8:1::5"))
+    assert not rule.listed(sale(ip="198.51.101.1"))
+    assert not rule.listed(sale(ip="203.0.113.8"))
+    assert not rule.listed(sale(ip="2001:db9::1"))
+    assert not rule.listed(sale(ip=None))
+    assert not rule.listed(sale(ip="not-an-address"))
+
+
+def test_a_rule_applies_to_its_merchant_or_its_endpoint_only() -> None:
+    by_merchant = block(Kind.CARD, CARD)
+    by_endpoint = Rule(2, Kind.CARD, Mode.ENFORCE, endpoint_id=10, entries=(CARD,))
+    assert by_merchant.applies_to(sale()) and not by_merchant.applies_to(sale(merchant_id=2))
+    assert by_endpoint.applies_to(sale()) and not by_endpoint.applies_to(sale(endpoint_id=11))
+    assert risk.applicable([by_merchant, by_endpoint], sale(merchant_id=2)) == (by_endpoint,)
+
+
+def test_a_rule_has_one_scope() -> None:
+    with pytest.raises(RuleError, match="--merchant or --endpoint"):
+        Rule(1, Kind.CARD, Mode.ENFORCE, merchant_id=1, endpoint_id=10)
+    with pytest.raises(RuleError, match="--merchant or --endpoint"):
+        Rule(1, Kind.CARD, Mode.ENFORCE)
+
+
+def test_a_count_limit_lets_through_up_to_its_limit() -> None:
+    rule = Rule(3, Kind.COUNT, Mode.ENFORCE, merchant_id=1, velocity=Velocity(Per.CARD, 5, 3_600_000))
+    assert not risk.exceeds(rule, Tally(4, 0), sale())
+    assert risk.exceeds(rule, Tally(5, 0), sale())
+
+
+def test_a_sum_limit_counts_the_amount_being_opened() -> None:
+    rule = Rule(4, Kind.SUM, Mode.ENFORCE, merchant_id=1, velocity=Velocity(Per.EMAIL, 5000, 86_400_000, "EUR"))
+    assert not risk.exceeds(rule, Tally(3, 4000), sale(amount=1000))
+    assert risk.exceeds(rule, Tally(3, 4000), sale(amount=1001))
+
+
+def test_a_sum_limit_counts_its_currency_only() -> None:
+    rule = Rule(4, Kind.SUM, Mode.ENFORCE, merchant_id=1, velocity=Velocity(Per.EMAIL, 5000, 86_400_000, "EUR"))
+    assert risk.velocity_key(rule, sale()) == "buyer@example.com"
+    assert risk.velocity_key(rule, sale(currency="USD")) is None
+
+
+def test_a_velocity_key_is_missing_when_the_sale_has_nothing_to_count_by() -> None:
+    rule = Rule(5, Kind.COUNT, Mode.ENFORCE, merchant_id=1, velocity=Velocity(Per.IP, 5, 3_600_000))
+    assert risk.velocity_key(rule, sale()) == "203.0.113.7"
+    assert risk.velocity_key(rule, sale(ip=None)) is None
+
+
+def test_a_window_is_counted_in_twelve_buckets() -> None:
+    hour = Velocity(Per.CARD, 5, 3_600_000)
+    assert hour.bucket_ms == 300_000
+    assert risk.bucket_of(hour, 1_000_123) == 900_000
+    assert risk.window_start(hour, 1_000_123) == 900_000 - 11 * 300_000
+
+
+def test_enforcing_list_filters_and_dry_run_lists_only_count() -> None:
+    dry = Rule(1, Kind.CARD, Mode.DRY_RUN, merchant_id=1, entries=(CARD,))
+    enforced = Rule(2, Kind.BIN, Mode.ENFORCE, merchant_id=1, entries=("411111",))
+    assert risk.screen_lists([dry], sale()) == risk.Verdict(None, (dry,))
+    assert risk.screen_lists([dry, enforced], sale()) == risk.Verdict(enforced, (dry,))
+    assert risk.screen_lists([enforced], sale(bin="511111")) == risk.PASSED
+
+
+def test_every_dry_run_list_holding_a_sale_counts_it_whichever_list_filters_it() -> None:
+    first = Rule(1, Kind.BIN, Mode.ENFORCE, merchant_id=1, entries=("411111",))
+    second = Rule(2, Kind.CARD, Mode.ENFORCE, merchant_id=1, entries=(CARD,))
+    dry = Rule(3, Kind.IP, Mode.DRY_RUN, merchant_id=1, entries=("203.0.113.0/24",))
+    assert risk.screen_lists([first, second, dry], sale()) == risk.Verdict(first, (dry,))
+
+
+def test_error_codes_name_the_kind_outside_the_contracts_codes() -> None:
+    codes = [int(code) for code in risk.ERROR_CODES.values()]
+    assert len(set(codes)) == len(Kind)
+    assert all(code >= 4000 for code in codes)
+
+
+def test_error_message_names_the_limit_never_the_entry() -> None:
+    listed = block(Kind.EMAIL, "buyer@example.com")
+    assert "buyer" not in listed.error_message()
+    assert listed.error_message() == "Refused by risk rule 1: the e-mail address is on a block list"
+    limit = Rule(7, Kind.SUM, Mode.ENFORCE, endpoint_id=10, velocity=Velocity(Per.CARD, 50000, 86_400_000, "EUR"))
+    assert limit.error_message() == "Refused by risk rule 7: more than 50000 EUR minor units per card in 1d"
+
+
+@pytest.mark.parametrize(
+    ("kind", "entry", "message"),
+    [
+        (Kind.CARD, "4111111111111111", "fingerprint"),
+        (Kind.BIN, "41111", "6-digit BIN"),
+        (Kind.BIN, "400099-400000", "6-digit BIN"),
+        (Kind.EMAIL, "nobody", "e-mail"),
+        (Kind.IP, "300.1.1.1", "IP address"),
+    ],
+)
+def test_bad_entries_are_refused_naming_the_option(kind: Kind, entry: str, message: str) -> None:
+    with pytest.raises(RuleError, match=f"--value.*{message}"):
+        risk.checked_entries(kind, [entry])
+
+
+def test_a_card_entry_is_never_quoted_back() -> None:
+    with pytest.raises(RuleError) as refused:
+        risk.checked_entries(Kind.CARD, ["4111111111111111"])
+    assert "4111" not in str(refused.value)
+
+
+def test_a_limit_needs_its_options() -> None:
+    with pytest.raises(RuleError, match="--per"):
+        risk.checked_velocity(Kind.COUNT, None, 5, "1h", None)
+    with pytest.raises(RuleError, match="--limit"):
+        risk.checked_velocity(Kind.COUNT, "card", 0, "1h", None)
+    with pytest.raises(RuleError, match="--window"):
+        risk.checked_velocity(Kind.COUNT, "card", 5, "1 hour", None)
+    with pytest.raises(RuleError, match="--currency"):
+        risk.checked_velocity(Kind.SUM, "card", 5, "1h", None)
+    with pytest.raises(RuleError, match="--per, --limit"):
+        risk.checked_velocity(Kind.BIN, "card", 5, "1h", None)
+    assert risk.checked_velocity(Kind.SUM, "ip", 500, "7d", "eur") == Velocity(Per.IP, 500, 7 * 86_400_000, "EUR")
+
+
+def test_windows_read_and_print_alike() -> None:
+    assert risk.parse_window("30m") == 1_800_000
+    assert risk.describe_window(risk.parse_window("24h")) == "1d"
+    with pytest.raises(RuleError, match="at least 1m"):
+        risk.parse_window("10s")
+
+
+def test_ten_thousand_entries_are_looked_up_without_a_scan() -> None:
+    entries = [f"{400000 + 2 * i:06d}-{400000 + 2 * i:06d}" for i in range(10_000)]
+    rule = block(Kind.BIN, *entries)
+    assert rule.listed(sale(bin="419998"))
+    assert not rule.listed(sale(bin="419999"))
