@@ -16,14 +16,13 @@ from kassa import crashpoints
 from kassa.sandbox.acquirer_host import AcquirerHost
 from tests.api.test_payouts import CARD as PAYOUT_CARD
 from tests.api.test_payouts import payout
-from tests.support.acquirer_host import create_connection, host_on_a_thread
+from tests.support.acquirer_host import create_connection, host_on_a_thread, restarted_past_the_lease
 from tests.support.balances import credit
 from tests.support.gateway import Gateway, Merchant, new_merchant
 from tests.support.operations import final
 from tests.support.proxy import _self_signed
 
 _names = itertools.count()
-JOB_LEASE = 30  # KASSA_JOB_LEASE_SECONDS's default
 MASTERCARD = "5555555555554444"
 
 
@@ -193,9 +192,7 @@ def test_an_approval_recorded_before_the_gateway_died_stands_and_nothing_is_sent
         assert doomed.process is not None and doomed.process.wait(30) == -9  # the answer recorded, not the outcome
         assert (len(_payments(first)), len(_payments(second))) == (1, 0)
 
-        restarted = gateway_factory(KASSA_TEST_CLOCK="1")
-        merchant.gateway = restarted
-        restarted.advance(JOB_LEASE)
+        restarted_past_the_lease(gateway_factory, merchant)
         approved = merchant.wait_final(order)
         [message] = _payments(first)
         assert approved["status"] == "approved"

@@ -23,7 +23,7 @@ from tests.api.test_transfers import DESTINATION, SOURCE, money, v4
 from tests.api.test_transfers import final as final_transfer
 from tests.ops.test_probes import scrape
 from tests.pages.test_threeds_merchant_hosted import through_acs, upload
-from tests.support.acquirer_host import host_on_a_thread, iso_connection
+from tests.support.acquirer_host import host_on_a_thread, iso_connection, restarted_past_the_lease
 from tests.support.balances import available, credit
 from tests.support.cards import pan_ending
 from tests.support.databases import run_sql
@@ -33,7 +33,6 @@ from tests.support.operations import account_verification, capture, final, preau
 from tests.support.receiver import Receiver, running
 
 _names = itertools.count()
-JOB_LEASE = 30  # KASSA_JOB_LEASE_SECONDS's default
 
 
 @pytest.fixture(scope="module")
@@ -121,9 +120,7 @@ def test_a_sale_sent_when_the_gateway_died_is_reversed_after_restart_never_sent_
     gateway.kill()
     host.silent.clear()
 
-    restarted = gateway_factory(KASSA_TEST_CLOCK="1")
-    merchant.gateway = restarted
-    restarted.advance(JOB_LEASE)
+    restarted_past_the_lease(gateway_factory, merchant)
     final = merchant.wait_final(order)
     assert (final["status"], final.get("error-code")) == ("error", "911")
     since = [m for m in list(host.received)[seen:] if m["t"] != "0800"]
@@ -592,9 +589,7 @@ def test_a_transfer_whose_credit_was_in_flight_when_the_gateway_died_has_it_reve
     gateway.kill()
     host.silent.clear()
 
-    restarted = gateway_factory(KASSA_TEST_CLOCK="1")
-    merchant.gateway = restarted
-    restarted.advance(JOB_LEASE)
+    restarted_past_the_lease(gateway_factory, merchant)
     status = merchant.wait_final(order)
     assert (status["status"], status.get("error-code")) == ("error", "911")
     charge, credit, reversal, void = _messages_of(host, seen)  # nothing was sent again as new

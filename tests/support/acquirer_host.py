@@ -15,6 +15,8 @@ from typing import Any
 from kassa.sandbox.acquirer_host import AcquirerHost
 from tests.support.gateway import Gateway, Merchant
 
+JOB_LEASE = 30  # KASSA_JOB_LEASE_SECONDS's default
+
 
 @contextmanager
 def host_on_a_thread(**switches: object) -> Iterator[AcquirerHost]:
@@ -69,3 +71,12 @@ def link_until(gateway: Gateway, name: str, condition: Callable[[dict[str, Any]]
         time.sleep(0.2)
     found: dict[str, Any] = link
     return found
+
+
+def restarted_past_the_lease(gateway_factory: Callable[..., Gateway], merchant: Merchant) -> Gateway:
+    """A gateway started again on the database of one that died, the merchant's calls sent to it, its clock moved
+    past the jobs' lease: what the dead one held is taken up."""
+    restarted = gateway_factory(KASSA_TEST_CLOCK="1")
+    merchant.gateway = restarted
+    restarted.advance(JOB_LEASE)
+    return restarted
