@@ -14,7 +14,7 @@ from sqlalchemy import BigInteger, Column, ColumnElement, Connection, cast, func
 from kassa.domain.lifecycle import FINAL_STAGES
 from kassa.domain.transactions import TX_RULES, Direction
 from kassa.storage.prepared import Record
-from kassa.storage.tables import merchants, orders, transactions
+from kassa.storage.tables import chargebacks, merchants, orders, transactions
 
 DAY_MS = 86_400_000
 # Transactions whose approval brings money in (a sale, a capture): what volume and approval rate are of.
@@ -56,6 +56,16 @@ def money_in_by_day(conn: Connection, since_ms: int, until_ms: int) -> list[Reco
         .group_by(*keys, transactions.c.error_code)
     )
     return list(conn.execute(query).mappings().all())
+
+
+def chargebacks_by_merchant(conn: Connection, since_ms: int, until_ms: int) -> dict[int, int]:
+    """How many chargebacks each merchant had entered in [since_ms, until_ms), by merchant id."""
+    query = (
+        select(chargebacks.c.merchant_id, func.count())
+        .where(chargebacks.c.created_at_ms >= since_ms, chargebacks.c.created_at_ms < until_ms)
+        .group_by(chargebacks.c.merchant_id)
+    )
+    return {int(merchant_id): int(count) for merchant_id, count in conn.execute(query)}
 
 
 def logins(conn: Connection, merchant_ids: Iterable[int]) -> dict[int, str]:

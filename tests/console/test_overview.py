@@ -56,6 +56,28 @@ def test_the_overview_counts_a_sale_and_a_decline_made_through_the_api(
     }
 
 
+def test_a_merchant_with_chargebacks_above_one_percent_of_its_sales_is_flagged_with_its_filter_rate(
+    make_merchant: Callable[..., Merchant], console_as: Callable[[str], ConsoleClient]
+) -> None:
+    merchant = make_merchant()
+    sold = _sale(merchant, "111", "10.42")
+    assert _sale(merchant, "555", "3.00")["status"] == "filtered"
+    merchant.gateway.cli(
+        "chargeback", "create", "--order", sold["paynet-order-id"], "--amount", "10.42", "--reason", "10.4"
+    )
+    page = console_as("viewer").get("/").text
+    row = re.search(rf'<tr data-merchant="{merchant.login}" class="flagged">(.*?)</tr>', page, re.S)
+    assert row is not None and "above 1%" in row[1]
+    found = dict(re.findall(r'<td class="num (\w+)">(.*?)</td>', row[1]))
+    assert found == {
+        "sales": "1",
+        "chargebacks": "1",
+        "chargeback_rate": "100.0%",
+        "filtered": "1",
+        "filter_rate": "50.0%",
+    }
+
+
 def test_the_overview_is_complete_without_javascript(
     traded: Merchant, console_as: Callable[[str], ConsoleClient]
 ) -> None:

@@ -10,6 +10,7 @@ import pytest
 from kassa.domain.chargebacks import (
     COLUMNS,
     LineError,
+    Monitored,
     Reported,
     age_days,
     dedup_key,
@@ -118,3 +119,12 @@ def test_a_file_without_the_columns_or_without_lines_is_refused() -> None:
     ]
     assert read_file(HEADER + "\n", TODAY)[1] == ["the file has no chargeback lines"]
     assert read_file("", TODAY)[1][0].startswith("line 1: the header lacks")
+
+
+def test_a_merchant_is_flagged_above_one_chargeback_in_a_hundred_sales_by_count() -> None:
+    at_the_line = Monitored("shop", sales=100, chargebacks=1, decided=120, filtered=6)
+    assert (at_the_line.chargeback_rate, at_the_line.filter_rate, at_the_line.flagged) == ("1.0%", "5.0%", False)
+    assert Monitored("shop", sales=100, chargebacks=2, decided=100, filtered=0).flagged
+    assert Monitored("shop", sales=0, chargebacks=1, decided=0, filtered=0).flagged  # old sales, new chargebacks
+    quiet = Monitored("shop", sales=0, chargebacks=0, decided=0, filtered=0)
+    assert (quiet.chargeback_rate, quiet.filter_rate, quiet.flagged) == (None, None, False)

@@ -1,5 +1,6 @@
 """The overview, the landing page after sign-in: money taken in today and over the last 30 days (UTC) by
-merchant and currency, with approval rates and decline reasons, and a daily series drawn as charts.
+merchant and currency, with approval rates and decline reasons, and a daily series drawn as charts; each
+merchant's chargeback and filter rates over the 30 days, those above the schemes' monitored share flagged.
 
 The figures are HTML tables, complete without JavaScript. With it, ``overview.js`` draws the daily series
 (given to the page as JSON, not executed) with uPlot, and htmx reloads the tables from
@@ -10,14 +11,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
+from sqlalchemy import Connection
 from starlette.requests import Request
 from starlette.responses import Response
 
 from kassa.clock import now_ms
 from kassa.console.access import Console, Handler, Visit, page
+from kassa.domain.chargebacks import MONITORED_SHARE_PERCENT, Monitored
 from kassa.domain.lifecycle import Stage
 from kassa.domain.money import currency
 from kassa.storage import reports
@@ -83,15 +85,44 @@ def _series(rows: Iterable[Record], first_day: int) -> list[dict[str, Any]]:
     ]
 
 
+def _monitored(rows: Iterable[Record], charged_back: dict[int, int], logins: dict[int, str]) -> list[Monitored]:
+    """Each merchant's chargebacks against its approved sales, and filtered payments against decided ones."""
+    counts: dict[int, Counter[str]] = {}
+    for row in rows:
+        seen = counts.setdefault(row["merchant_id"], Counter())
+        seen["decided"] += row["count"]
+        seen["sales"] += row["count"] if row["stage"] == Stage.APPROVED else 0
+        seen["filtered"] += row["count"] if row["stage"] == Stage.FILTERED else 0
+    merchant_ids = set(counts) | set(charged_back)
+    found = [
+        Monitored(
+            logins[merchant_id],
+            sales=counts.get(merchant_id, Counter())["sales"],
+            chargebacks=charged_back.get(merchant_id, 0),
+            decided=counts.get(merchant_id, Counter())["decided"],
+            filtered=counts.get(merchant_id, Counter())["filtered"],
+        )
+        for merchant_id in merchant_ids
+    ]
+    return sorted(found, key=lambda m: (not m.flagged, m.login))
+
+
 async def _context(console: Console) -> dict[str, Any]:
     today = now_ms() // _DAY_MS
     first_day = today - DAYS + 1
-    rows = await console.read(
-        partial(reports.money_in_by_day, since_ms=first_day * _DAY_MS, until_ms=(today + 1) * _DAY_MS)
-    )
+    since, until = first_day * _DAY_MS, (today + 1) * _DAY_MS
+
+    def read(conn: Connection) -> tuple[list[Record], dict[int, int], dict[int, str]]:
+        rows = reports.money_in_by_day(conn, since_ms=since, until_ms=until)
+        charged_back = reports.chargebacks_by_merchant(conn, since, until)
+        return rows, charged_back, reports.logins(conn, [*charged_back, *(r["merchant_id"] for r in rows)])
+
+    rows, charged_back, logins = await console.read(read)
     return {
         "today": _figures(r for r in rows if r["day"] == today),
         "month": _figures(rows),
+        "monitored": _monitored(rows, charged_back, logins),
+        "monitored_share": MONITORED_SHARE_PERCENT,
         "series": _series(rows, first_day),
         "today_ms": today * _DAY_MS,
         "first_ms": first_day * _DAY_MS,
