@@ -87,3 +87,25 @@ def test_a_viewer_reads_rules_and_changes_nothing(
     )
     assert viewer.post(f"/rules/{rule['id']}/disable", {}).status_code == 403
     assert shared_gateway.cli("rule", "show", str(rule["id"]))["enabled"] is True
+
+
+def test_an_admin_adds_and_removes_a_block_lists_entries_and_each_change_is_audited(
+    console_as: Callable[[str], ConsoleClient], merchant: Merchant
+) -> None:
+    admin, gateway = console_as("admin"), merchant.gateway
+    rule = gateway.cli(
+        "rule", "create", "--kind", "email", "--endpoint", str(merchant.endpoint_id), "--value", "a@x.io"
+    )
+    path = f"/rules/{rule['id']}/entries"
+    assert (
+        admin.post(
+            path, {"add": "B@x.io\r\nc@x.io\r\n", "remove": "a@x.io"}, from_page=f"/rules/{rule['id']}"
+        ).status_code
+        == 303
+    )
+    assert gateway.cli("rule", "show", str(rule["id"]))["entries"] == ["b@x.io", "c@x.io"]
+    refused = admin.post(path, {"add": "", "remove": "nobody@x.io"})
+    assert refused.status_code == 400 and "is not on rule" in refused.text and ">nobody@x.io</textarea>" in refused.text
+    assert console_as("viewer").post(path, {"add": "d@x.io"}).status_code == 403
+    assert gateway.cli("rule", "show", str(rule["id"]))["entries"] == ["b@x.io", "c@x.io"]
+    assert _audited(gateway, rule["id"]) == ["rule.create", "rule.entries"]

@@ -1,5 +1,6 @@
 """Risk rules: everyone reads them (with the orders each filtered in the last day and 30 days), admins
-create and disable them, as ``kassa rule`` does (docs/risk.md); every change is audited."""
+create them, add and remove a block list's entries and disable them, as ``kassa rule`` does (docs/risk.md);
+every change is audited."""
 
 from __future__ import annotations
 
@@ -115,7 +116,7 @@ async def rule_page(console: Console, visit: Visit) -> Response:
         shown = await console.read(lambda conn: store.shown(conn, rule_id, now_ms()))
     except merchant_store.NotFound as missing:
         return visit.page("refused.html", 404, reason=f"Not found: {missing}.")
-    return visit.page_of("rule.html", {"section": "rules", "rule": shown, "problem": None})
+    return visit.page_of("rule.html", {"section": "rules", "rule": shown, "problem": None, "typed": {}})
 
 
 @action(Action.RULE_DISABLE)
@@ -138,9 +139,43 @@ async def rule_disable(console: Console, visit: Visit) -> Response:
     return RedirectResponse(f"/rules/{rule_id}", status_code=303)
 
 
+@action(Action.RULE_CHANGE)
+async def rule_entries(console: Console, visit: Visit) -> Response:
+    """Adds and removes a block list's entries (one a line), checked as ``kassa rule add|remove`` checks
+    them; audited with the change."""
+    rule_id = int(visit.request.path_params["rule_id"])
+    added, removed = (_typed_lines(visit.form.get(name, "")) for name in ("add", "remove"))
+
+    def change(conn: Connection) -> tuple[dict[str, Any], dict[str, Any]]:
+        found = store.find(conn, rule_id)
+        if found is None:
+            raise merchant_store.NotFound(f"no rule {rule_id}")
+        kind = Kind(found["kind"])
+        if kind is Kind.CARD:  # never a card number typed into a form: `kassa rule add --card-of-order`
+            raise RuleError("a card list's entries are changed with kassa rule add|remove")
+        checked = [risk.checked_entries(kind, each) if each else () for each in (added, removed)]
+        return {}, {"entries": store.change_entries(conn, rule_id, *checked)}
+
+    try:
+        await console.audited(visit, Action.RULE_CHANGE, f"rule {rule_id}", change)
+    except merchant_store.NotFound as missing:
+        return visit.page("refused.html", 404, reason=f"Not found: {missing}.")
+    except RuleError as problem:
+        shown = await console.read(lambda conn: store.shown(conn, rule_id, now_ms()))
+        context = {"section": "rules", "rule": shown, "problem": _sentence(str(problem)), "typed": dict(visit.form)}
+        return visit.page_of("rule.html", context, 400)
+    core_risk.forget()
+    return RedirectResponse(f"/rules/{rule_id}", status_code=303)
+
+
+def _typed_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
 ROUTES = [
     ("/rules", "GET", rule_list),
     ("/rules", "POST", rule_create),
     ("/rules/{rule_id:int}", "GET", rule_page),
     ("/rules/{rule_id:int}/disable", "POST", rule_disable),
+    ("/rules/{rule_id:int}/entries", "POST", rule_entries),
 ]
