@@ -42,6 +42,7 @@ class Action(Enum):
     RULE_CREATE = ("rule.create", Role.ADMIN)
     RULE_CHANGE = ("rule.entries", Role.ADMIN)
     RULE_DISABLE = ("rule.disable", Role.ADMIN)
+    RULE_ENABLE = ("rule.enable", Role.ADMIN)
     KEY_ADD = ("key.add", Role.ADMIN)
     KEY_REVOKE = ("key.revoke", Role.ADMIN)
     BALANCE_CREDIT = ("balance.credit", Role.ADMIN)

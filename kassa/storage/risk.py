@@ -102,6 +102,17 @@ def disable(conn: Connection, rule_id: int, now_ms: int) -> bool:
     return done.rowcount == 1
 
 
+def enable(conn: Connection, rule_id: int) -> bool:
+    """False when there is no such rule or it is enabled. Its velocity counts are those kept: the sales made
+    while it was disabled were not counted."""
+    done = conn.execute(
+        update(risk_rules)
+        .where(risk_rules.c.id == rule_id, risk_rules.c.disabled_at_ms.is_not(None))
+        .values(disabled_at_ms=None)
+    )
+    return done.rowcount == 1
+
+
 def change_entries(conn: Connection, rule_id: int, added: Sequence[str], removed: Sequence[str]) -> list[str]:
     """An enabled block list with ``added`` (those it lacks) and without ``removed``: the entries it changed
     by, in that order ("+entry", "-entry"); ``merchants.NotFound`` or ``RuleError`` when it cannot be."""

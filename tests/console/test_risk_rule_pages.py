@@ -34,7 +34,10 @@ def test_an_admin_creates_a_rule_that_filters_and_disables_it(
     assert admin.post(f"/rules/{rule_id}/disable", {}).status_code == 303
     assert gateway.cli("rule", "show", str(rule_id))["enabled"] is False
     assert admin.post(f"/rules/{rule_id}/disable", {}).status_code == 409
-    assert _audited(gateway, rule_id) == ["rule.create", "rule.disable"]
+    assert "Enable this rule again" in admin.get(f"/rules/{rule_id}").text
+    assert admin.post(f"/rules/{rule_id}/enable", {}).status_code == 303
+    assert gateway.cli("rule", "show", str(rule_id))["enabled"] is True
+    assert _audited(gateway, rule_id) == ["rule.create", "rule.disable", "rule.enable"]
 
 
 def test_a_limit_is_created_in_dry_run_from_the_console(

@@ -43,10 +43,15 @@ def test_a_rule_is_created_listed_shown_and_disabled_and_each_change_audited(mer
     assert rule_id in [r["id"] for r in gateway.cli("rule", "list", "--all")]
     again = cli_run(gateway, "rule", "disable", str(rule_id))
     assert again.returncode != 0 and f"rule {rule_id} is disabled already" in again.stderr
+    enabled = gateway.cli("rule", "enable", str(rule_id))
+    assert enabled["enabled"] is True and rule_id in [r["id"] for r in gateway.cli("rule", "list")]
+    again = cli_run(gateway, "rule", "enable", str(rule_id))
+    assert again.returncode != 0 and f"rule {rule_id} is enabled already" in again.stderr
     audited = run_sql(
         gateway.database_url, f"SELECT actor, action FROM audit_log WHERE target = 'rule {rule_id}' ORDER BY id"
     )
-    assert [tuple(row) for row in audited] == [(f"cli:{getpass.getuser()}", a) for a in ("rule.create", "rule.disable")]
+    actions = ("rule.create", "rule.disable", "rule.enable")
+    assert [tuple(row) for row in audited] == [(f"cli:{getpass.getuser()}", a) for a in actions]
 
 
 def test_a_card_is_blocked_by_an_order_it_paid_and_the_order_shows_its_rule(merchant: Merchant) -> None:

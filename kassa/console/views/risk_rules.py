@@ -1,5 +1,5 @@
 """Risk rules: everyone reads them (with the orders each filtered in the last day and 30 days), admins
-create them, add and remove a block list's entries and disable them, as ``kassa rule`` does (docs/risk.md);
+create them, add and remove a block list's entries, disable and enable them, as ``kassa rule`` does (docs/risk.md);
 every change is audited."""
 
 from __future__ import annotations
@@ -121,18 +121,28 @@ async def rule_page(console: Console, visit: Visit) -> Response:
 
 @action(Action.RULE_DISABLE)
 async def rule_disable(console: Console, visit: Visit) -> Response:
+    return await _switch(console, visit, enabled=False)
+
+
+@action(Action.RULE_ENABLE)
+async def rule_enable(console: Console, visit: Visit) -> Response:
+    return await _switch(console, visit, enabled=True)
+
+
+async def _switch(console: Console, visit: Visit, *, enabled: bool) -> Response:
     rule_id = int(visit.request.path_params["rule_id"])
+    action, word = (Action.RULE_ENABLE, "enabled") if enabled else (Action.RULE_DISABLE, "disabled")
 
     def change(conn: Connection) -> tuple[dict[str, Any], dict[str, Any]]:
-        if not store.disable(conn, rule_id, now_ms()):
+        if not (store.enable(conn, rule_id) if enabled else store.disable(conn, rule_id, now_ms())):
             found = store.find(conn, rule_id)
             raise merchant_store.NotFound(
-                f"no rule {rule_id}" if found is None else f"rule {rule_id} is disabled already"
+                f"no rule {rule_id}" if found is None else f"rule {rule_id} is {word} already"
             )
-        return {"enabled": True}, {"enabled": False}
+        return {"enabled": not enabled}, {"enabled": enabled}
 
     try:
-        await console.audited(visit, Action.RULE_DISABLE, f"rule {rule_id}", change)
+        await console.audited(visit, action, f"rule {rule_id}", change)
     except merchant_store.NotFound as missing:
         return visit.page("refused.html", 409, reason=f"Refused: {missing}.")
     core_risk.forget()
@@ -177,5 +187,6 @@ ROUTES = [
     ("/rules", "POST", rule_create),
     ("/rules/{rule_id:int}", "GET", rule_page),
     ("/rules/{rule_id:int}/disable", "POST", rule_disable),
+    ("/rules/{rule_id:int}/enable", "POST", rule_enable),
     ("/rules/{rule_id:int}/entries", "POST", rule_entries),
 ]

@@ -183,22 +183,34 @@ def rule_show(rule_id: int, as_json: bool) -> None:
 @json_option
 def rule_disable(rule_id: int, as_json: bool) -> None:
     """Stop a rule (kept, with its counts: orders name it). It stops screening within the endpoint cache time."""
+    _switch(rule_id, enabled=False, as_json=as_json)
+
+
+@rule.command("enable")
+@click.argument("rule_id", type=int)
+@json_option
+def rule_enable(rule_id: int, as_json: bool) -> None:
+    """Start a disabled rule again, as it was. It screens again within the endpoint cache time."""
+    _switch(rule_id, enabled=True, as_json=as_json)
+
+
+def _switch(rule_id: int, *, enabled: bool, as_json: bool) -> None:
+    action, word = (Action.RULE_ENABLE, "enabled") if enabled else (Action.RULE_DISABLE, "disabled")
 
     def change(conn: Connection) -> None:
-        if not store.disable(conn, rule_id, now_ms()):
+        if not (store.enable(conn, rule_id) if enabled else store.disable(conn, rule_id, now_ms())):
             found = store.find(conn, rule_id)
             raise merchant_store.NotFound(
-                f"no rule {rule_id}" if found is None else f"rule {rule_id} is disabled already"
+                f"no rule {rule_id}" if found is None else f"rule {rule_id} is {word} already"
             )
-        entry = audit_log.Entry(
-            cli_actor(), Action.RULE_DISABLE.code, f"rule {rule_id}", before={"enabled": True}, after={"enabled": False}
-        )
+        before, after = {"enabled": not enabled}, {"enabled": enabled}
+        entry = audit_log.Entry(cli_actor(), action.code, f"rule {rule_id}", before=before, after=after)
         audit_log.append(conn, entry, now_ms())
 
     write(change)
     core_risk.forget()
     shown = read(lambda conn: store.shown(conn, rule_id, now_ms()))
-    emit(as_json, shown, [f"rule {rule_id} disabled", *_lines(shown)[1:]])
+    emit(as_json, shown, [f"rule {rule_id} {word}", *_lines(shown)[1:]])
 
 
 def _what(d: dict[str, Any]) -> str:
