@@ -102,6 +102,14 @@ def disable(conn: Connection, rule_id: int, now_ms: int) -> bool:
     return done.rowcount == 1
 
 
+def switch(conn: Connection, rule_id: int, *, enabled: bool, now_ms: int) -> None:
+    """Enables or disables the rule; ``merchants.NotFound`` naming why not when there is no such rule or it
+    is so already."""
+    if not (enable(conn, rule_id) if enabled else disable(conn, rule_id, now_ms)):
+        state = "enabled" if enabled else "disabled"
+        raise NotFound(f"no rule {rule_id}" if find(conn, rule_id) is None else f"rule {rule_id} is {state} already")
+
+
 def enable(conn: Connection, rule_id: int) -> bool:
     """False when there is no such rule or it is enabled. Its velocity counts are those kept: the sales made
     while it was disabled were not counted."""

@@ -131,14 +131,10 @@ async def rule_enable(console: Console, visit: Visit) -> Response:
 
 async def _switch(console: Console, visit: Visit, *, enabled: bool) -> Response:
     rule_id = int(visit.request.path_params["rule_id"])
-    action, word = (Action.RULE_ENABLE, "enabled") if enabled else (Action.RULE_DISABLE, "disabled")
+    action = Action.RULE_ENABLE if enabled else Action.RULE_DISABLE
 
     def change(conn: Connection) -> tuple[dict[str, Any], dict[str, Any]]:
-        if not (store.enable(conn, rule_id) if enabled else store.disable(conn, rule_id, now_ms())):
-            found = store.find(conn, rule_id)
-            raise merchant_store.NotFound(
-                f"no rule {rule_id}" if found is None else f"rule {rule_id} is {word} already"
-            )
+        store.switch(conn, rule_id, enabled=enabled, now_ms=now_ms())
         return {"enabled": not enabled}, {"enabled": enabled}
 
     try:

@@ -198,11 +198,7 @@ def _switch(rule_id: int, *, enabled: bool, as_json: bool) -> None:
     action, word = (Action.RULE_ENABLE, "enabled") if enabled else (Action.RULE_DISABLE, "disabled")
 
     def change(conn: Connection) -> None:
-        if not (store.enable(conn, rule_id) if enabled else store.disable(conn, rule_id, now_ms())):
-            found = store.find(conn, rule_id)
-            raise merchant_store.NotFound(
-                f"no rule {rule_id}" if found is None else f"rule {rule_id} is {word} already"
-            )
+        store.switch(conn, rule_id, enabled=enabled, now_ms=now_ms())
         before, after = {"enabled": not enabled}, {"enabled": enabled}
         entry = audit_log.Entry(cli_actor(), action.code, f"rule {rule_id}", before=before, after=after)
         audit_log.append(conn, entry, now_ms())
