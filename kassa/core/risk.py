@@ -5,6 +5,7 @@ that a deployment with no rules reads none per sale."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import weakref
 
@@ -55,16 +56,7 @@ def screen(conn: Connection, rules: tuple[Rule, ...], new: NewOrder, started: St
     returned says so), or None when it goes on."""
     if not screen_sale(conn, rules, _sale(conn, new), started.order_id, started.transaction_id, new.now_ms):
         return None
-    return Started(
-        started.order_id,
-        started.endpoint_id,
-        started.serial,
-        started.request_fingerprint,
-        True,
-        started.transaction_id,
-        card_id=started.card_id,
-        decided=True,
-    )
+    return dataclasses.replace(started, decided=True)
 
 
 def screen_sale(
