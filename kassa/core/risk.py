@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import weakref
+from dataclasses import dataclass
 
 import orjson
 from sqlalchemy import Connection, Engine
@@ -20,21 +21,31 @@ from kassa.processors.interface import Outcome
 from kassa.storage import risk as store
 from kassa.storage.orders import NewCard, NewOrder, Started
 from kassa.storage.prepared import Record
+from kassa.storage.risk import RuleRow
 
 _cache_seconds = 2.0  # the process's endpoint cache time (``cache_for``)
-_cache: weakref.WeakKeyDictionary[Engine, tuple[float, tuple[Rule, ...]]] = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    until: float  # time.monotonic()
+    by_row: dict[RuleRow, Rule]
+    rules: tuple[Rule, ...]
+
+
+_cache: weakref.WeakKeyDictionary[Engine, _Read] = weakref.WeakKeyDictionary()
 
 
 def rules_for(conn: Connection, merchant_id: int, endpoint_id: int) -> tuple[Rule, ...]:
     """The enabled rules of the endpoint and of its merchant, as this process last read them."""
     now = time.monotonic()
     cached = _cache.get(conn.engine)
-    if cached is None or cached[0] <= now:
-        cached = (now + _cache_seconds, store.enabled_rules(conn))
-        _cache[conn.engine] = cached
-    if not cached[1]:
+    if cached is None or cached.until <= now:
+        by_row = store.enabled_rules(conn, {} if cached is None else cached.by_row)
+        cached = _cache[conn.engine] = _Read(now + _cache_seconds, by_row, tuple(by_row.values()))
+    if not cached.rules:
         return ()
-    return tuple(r for r in cached[1] if r.endpoint_id == endpoint_id or r.merchant_id == merchant_id)
+    return tuple(r for r in cached.rules if r.endpoint_id == endpoint_id or r.merchant_id == merchant_id)
 
 
 def cache_for(seconds: float) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +31,8 @@ from kassa.domain.risk import (
 from kassa.storage.merchants import NotFound
 from kassa.storage.prepared import Prepared, Record
 from kassa.storage.tables import cards, endpoints, merchants, orders, risk_hits, risk_rules, risk_velocity
+
+RuleRow = tuple[Any, ...]  # a rule's row as read, every column: equal rows are the same rule
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,9 +156,17 @@ def listed(conn: Connection, *, include_disabled: bool) -> list[Record]:
     return [dict(row) for row in conn.execute(query).mappings()]
 
 
-def enabled_rules(conn: Connection) -> tuple[Rule, ...]:
-    """Every enabled rule, in id order (the order they run and lock their keys in)."""
-    return tuple(rule_of(row) for row in listed(conn, include_disabled=False))
+def enabled_rules(conn: Connection, known: Mapping[RuleRow, Rule]) -> dict[RuleRow, Rule]:
+    """Every enabled rule by its row, in id order (the order they run and lock their keys in). A row found
+    in ``known`` (the previous read's) is not parsed again: a block list of thousands of networks takes tens
+    of milliseconds to parse, and every process reads the rules every few seconds."""
+    query = select(risk_rules).where(risk_rules.c.disabled_at_ms.is_(None)).order_by(risk_rules.c.id)
+    rules: dict[RuleRow, Rule] = {}
+    for row in conn.execute(query):
+        values = tuple(row)
+        found = known.get(values)
+        rules[values] = found if found is not None else rule_of(row._asdict())
+    return rules
 
 
 def rule_of(row: Record) -> Rule:
