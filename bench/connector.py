@@ -6,11 +6,11 @@ The simulator runs in its own process (``kassa acquirer-sim --port 0``), on core
 measuring process, on core 0, is a gateway's as ``kassa serve`` runs it (uvloop, a deployment's log at
 KASSA_LOG_LEVEL to a file, a fresh SQLite database migrated): an ISO 8583 connection to the simulator, the
 bench endpoint routed to it and its route taken from ``processors.connectors`` (its ``Link`` signed on,
-``DatabaseStans``, the ``Route`` that reads a transaction's messages before it sends), then SALES
+``DatabaseStans``, the ``Route``, each sale its job's first run as a worker sends it), then SALES
 authorizations (card 4111 1111 1111 1111, CVV2 123: approved), 50 at a time, with the process's CPU time
 (every thread: the event loop, SQLite's writer) taken per sale and the wall rate; then the same through the
 ``SandboxProcessor``. The difference is what the connector adds: its messages recorded (a write before and
-after each), its reads, encoding and decoding, the socket. Neither the engine nor the API takes part.
+after each), encoding and decoding, the socket. Neither the engine nor the API takes part.
 
 Each message belongs to a sale accepted through the ASGI app first (a message names its transaction), one
 sale a message: a route sends a transaction once to each connection.
@@ -100,7 +100,7 @@ async def _run(processor: Any, requests: Iterator[Any], count: int, stages: Coun
 
     async def one(request: Any) -> None:
         async with gate:
-            stages[(await processor.process(request)).stage.value] += 1
+            stages[(await processor.process(request, first=True)).stage.value] += 1
 
     cpu, loop, wall = time.process_time(), time.thread_time(), time.perf_counter()
     await asyncio.gather(*(one(next(requests)) for _ in range(count)))

@@ -139,7 +139,8 @@ class Worker(Consumer):
                 await self._completed(job, dataclasses.replace(work, transaction=validated)), self.vault
             )
         processor = await self.processors.serving(work.order["endpoint_id"])
-        await self._record(job, work, await processor.process(request))
+        # A job's first run: a crash or a failure before its outcome is recorded leaves it to be claimed again.
+        await self._record(job, work, await processor.process(request, first=job.attempts == 1))
 
     async def _reconcile(self, job: Job) -> None:
         work = await self._load(job)

@@ -64,7 +64,7 @@ UNMATCHED_OUTCOME = Outcome(
 class _Unrouted:
     """Serves a live endpoint that has no enabled ISO 8583 connection: nothing is sent anywhere."""
 
-    async def process(self, request: Request) -> Outcome:
+    async def process(self, request: Request, *, first: bool = False) -> Outcome:
         return UNROUTED_OUTCOME
 
     async def reconcile(self, request: Request) -> Outcome:
@@ -111,10 +111,10 @@ class Route:
         self._tries = tries
         self._cascade = cascade
 
-    async def process(self, request: Request) -> Outcome:
+    async def process(self, request: Request, *, first: bool = False) -> Outcome:
         if isinstance(request, Capture | Reverse | Refund):
-            return await (await self._answering(request.original.serial)).process(request)
-        sent = await self._db.read_point(lambda conn: messages.messages_of(conn, request.serial))
+            return await (await self._answering(request.original.serial)).process(request, first=first)
+        sent = [] if first else await self._db.read_point(lambda conn: messages.messages_of(conn, request.serial))
         outstanding = next((m for m in reversed(sent) if m["state"] in messages.PENDING), None)
         if outstanding is not None:
             return await (await self._connectors.by_id(outstanding["connection_id"])).process(request)

@@ -160,8 +160,9 @@ class Outcome:
 class Processor(Protocol):
     """A connector to one acquirer."""
 
-    async def process(self, request: Request) -> Outcome:
-        """Runs one transaction at the acquirer."""
+    async def process(self, request: Request, *, first: bool = False) -> Outcome:
+        """Runs one transaction at the acquirer. ``first``: the caller knows nothing of it went out before
+        (its job's first run), so a connector that records its messages need not look for earlier ones."""
 
     async def reconcile(self, request: Request) -> Outcome:
         """Asks the acquirer for the final outcome of a transaction that ended ``unknown``."""

@@ -32,7 +32,7 @@ class SandboxProcessor:
     def __init__(self, latency_ms: int = 0) -> None:
         self._latency = latency_ms / 1000
 
-    async def process(self, request: Request) -> Outcome:
+    async def process(self, request: Request, *, first: bool = False) -> Outcome:
         if self._latency:
             await asyncio.sleep(self._latency)
         match request:

@@ -83,9 +83,11 @@ class IsoProcessor:
     def link(self) -> Link:
         return self._link
 
-    async def process(self, request: Request) -> Outcome:
+    async def process(self, request: Request, *, first: bool = False) -> Outcome:
         """Sends ``request``, unless a message of it went out before (a job run again after a crash, or one
         whose reversal is repeated): then its outcome is that message's, reconciled."""
+        if first:
+            return await self.send(request)
         last = await self._db.read_point(lambda conn: store.last_of(conn, request.serial))
         if last is not None and last["state"] != State.UNSENT:
             return await self.reconcile(request)
