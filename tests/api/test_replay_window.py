@@ -168,5 +168,6 @@ def test_a_shifted_split_of_the_signed_values_is_the_same_request_within_the_win
     first = _send(m, "return", _body(m, "rw-11", order))
     assert first.status_code == 200, first.text
     shifted = follow_up_fields(m, "rw-11", order, "10.00")
-    shifted.update(client_orderid="rw-11" + order[0], orderid=order[1:])  # signs exactly as the first
+    # Signs exactly as the first; the digit moves into orderid, never empties it (an order id of one digit).
+    shifted.update(client_orderid="rw-1", orderid="1" + order)
     assert _send(m, "return", urlencode(shifted)).content == first.content
