@@ -1,5 +1,6 @@
-"""Payouts (CONTRACT §13): money from the merchant's available balance to a card, a bank account, an
-e-wallet or a phone. The destination is checked here (``domain.destinations``), the payout opened with
+"""Payouts (CONTRACT §13, and §17's bank wire): money from the merchant's available balance to a card, a
+bank account, an e-wallet or a phone; transfers, from the balance or from a card, to a card; and
+pan-eligibility checks. The destination is checked here (``domain.destinations``), the order opened with
 its reservation by ``core.payouts``, and processed by the worker like any transaction."""
 
 from __future__ import annotations
