@@ -177,10 +177,48 @@ TRANSFER_BY_REF_FIELDS = (
     Field("destination-card-ref-id", f.text(20), False, "or a card reference of yours"),
     *URLS,
 )  # fmt: skip
-PAN_ELIGIBILITY_FIELDS = (
-    CLIENT_ORDERID,
-    Field("sending-card-ref-id", f.text(20), False, "the card reference whose card would send funds"),
-    Field("credit_card_number", f.card_number, False, "or the card's number"),
-    Field("currency", f.currency_code, False, "ISO 4217 alpha-3; default: the endpoint's"),
+V2_TRANSFER_BY_REF_FIELDS = (
+    LOGIN, CLIENT_ORDERID, ORDER_DESC, CURRENCY, AMOUNT, IPADDRESS,
+    Field("source-card-ref-id", f.text(20), False, "the card reference that pays; none: the merchant's balance"),
+    Field("destination-card-ref-id", f.text(20), True, "the card reference that receives the money"),
+    Field("cvv2", f.digits(4), False, "the source card's security code, typed by its holder now"),
+    *URLS, CONTROL,
+)  # fmt: skip
+# The hosted page collects the source card; the card that receives the money is named here or typed there.
+_TRANSFER_FORM_FIELDS = (
+    *ORDER_START,
+    Field("destination-card-no", f.card_number, False, "the card that receives the money"),
+    Field("destination-card-ref-id", f.text(20), False, "or a card reference of yours; none: the page asks"),
     *URLS,
 )
+TRANSFER_FORM_FIELDS = (*_TRANSFER_FORM_FIELDS, CONTROL)
+TRANSFER_FORM_V4_FIELDS = _TRANSFER_FORM_FIELDS
+_SENDING_REF = Field("sending-card-ref-id", f.text(20), False, "the card reference whose card would send funds")
+_RECEIVING_REF = Field("receiving-card-ref-id", f.text(20), False, "the card reference whose card would receive")
+
+
+def _pan_eligibility(*references: Field) -> tuple[Field, ...]:
+    return (
+        CLIENT_ORDERID,
+        *references,
+        Field("credit_card_number", f.card_number, False, "or the card's number"),
+        Field("currency", f.currency_code, False, "ISO 4217 alpha-3; default: the endpoint's"),
+        *URLS,
+    )
+
+
+PAN_ELIGIBILITY_FIELDS = _pan_eligibility(_SENDING_REF)
+PAN_ELIGIBILITY_RECEIVE_FIELDS = _pan_eligibility(_RECEIVING_REF)
+PAN_ELIGIBILITY_BOTH_FIELDS = _pan_eligibility(_SENDING_REF, _RECEIVING_REF)
+BANK_WIRE_FIELDS = (
+    CLIENT_ORDERID, ORDER_DESC, CURRENCY, AMOUNT,
+    Field("vat-amount", f.amount_part, False, "the VAT included in amount, in major units"),
+    IPADDRESS,
+    Field("payer-fullname", f.text(128), True, "who sends the wire"),
+    Field("recipient-name", f.text(128), True, "the account holder"),
+    Field("recipient-account-number", f.bank_account_number, True, "account number, or IBAN"),
+    Field("recipient-bank-bic", f.bic, True, "the recipient bank's BIC (SWIFT code)"),
+    Field("recipient-bank-name", f.text(128), False, "the recipient bank's name"),
+    Field("purpose", f.text(256), False, "the payment's reference, as the recipient sees it"),
+    *URLS, CONTROL,
+)  # fmt: skip

@@ -73,12 +73,17 @@ def _signs_order(
     return control_matches(formula, {**signed, "amount": str(amount), "currency": currency}, key, given)
 
 
+# The amounts formulas sign in minor units: a bank wire's VAT as well as the amount.
+_SIGNED_IN_MINOR_UNITS = ("amount", "vat-amount")
+
+
 def signed_values(path_id: str, form: dict[str, str], values: dict[str, Any]) -> dict[str, str]:
-    """The texts a formula concatenates: the fields as sent, but the amount in minor units."""
+    """The texts a formula concatenates: the fields as sent, but amounts in minor units."""
     signed = dict(form)
     signed["endpoint"] = path_id
-    if "amount" in values:
-        signed["amount"] = str(values["amount"])
+    for name in _SIGNED_IN_MINOR_UNITS:
+        if name in values:
+            signed[name] = str(values[name])
     cur = values.get("currency")
     if isinstance(cur, Currency):
         signed["currency"] = cur.code

@@ -17,9 +17,11 @@ from kassa.domain.transactions import rule
 from kassa.storage import browser_sessions
 from kassa.storage import jobs as job_queue
 from kassa.storage import orders as order_store
+from kassa.storage import payouts as payout_store
 from kassa.storage.browser_sessions import SessionKind
 from kassa.storage.jobs import JobKind
 from kassa.storage.orders import AuthorizationWork, NewCard, NewOrder, Started
+from kassa.storage.payouts import NewDestination
 from kassa.storage.prepared import Record
 from kassa.vault.keys import Vault, pan_context
 from kassa.vault.tokens import SealedToken
@@ -106,17 +108,21 @@ def collect_card(
     now_ms: int,
     checkout_ttl_ms: int,
     checkout: SealedToken,
+    destination: NewDestination | None = None,
 ) -> bool:
-    """The card a hosted form collected: stored with its CVV (kept until authorization), screened by the
-    risk rules, processing queued unless one filtered it, and the checkout page's session opened behind
-    ``checkout`` (it shows the outcome). False when the form's session expired or
-    was used already (of two submissions, the single-use update lets one through)."""
+    """The card a hosted form collected: stored with its CVV (kept until authorization), and with the card
+    it pays to when the form collected that too (a transfer's), screened by the risk rules, processing
+    queued unless one filtered it, and the checkout page's session opened behind ``checkout`` (it shows the
+    outcome). False when the form's session expired or was used already (of two submissions, the
+    single-use update lets one through)."""
     if session["expires_at_ms"] < now_ms or not browser_sessions.use_session(conn, session["token_digest"], now_ms):
         return False
     card_id = order_store.insert_card(conn, card, order["merchant_id"], now_ms)
     order_store.set_card(conn, order["id"], card_id)
     if cvv_ciphertext is not None:  # none for the card a payout pays to
         order_store.keep_cvv(conn, transaction_id, cvv_ciphertext)
+    if destination is not None:
+        payout_store.add_destination(conn, order["id"], destination)
     rules = risk.rules_for(conn, order["merchant_id"], order["endpoint_id"])
     sale = risk.collected_sale(order, card)
     if not (rules and risk.screen_sale(conn, rules, sale, order["id"], transaction_id, now_ms)):

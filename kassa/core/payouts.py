@@ -10,13 +10,15 @@ import dataclasses
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, insert
+import orjson
+from sqlalchemy import Connection
 
 from kassa.core import opening, outcomes, recurring, risk
 from kassa.core.followups import OrderRef, locked_order
 from kassa.core.outbox import NOTHING_QUEUED, Queued
-from kassa.domain import ledger
+from kassa.domain import cards, destinations, ledger
 from kassa.domain.action_codes import ActionCode
+from kassa.domain.destinations import Kind
 from kassa.domain.lifecycle import Stage, status_of
 from kassa.domain.orders import OrderRuleError, Refusal
 from kassa.domain.transactions import TxType, rule
@@ -24,10 +26,12 @@ from kassa.processors.interface import Outcome
 from kassa.storage import jobs as job_queue
 from kassa.storage import ledger as ledger_store
 from kassa.storage import orders as order_store
+from kassa.storage import payouts as payout_store
 from kassa.storage.jobs import Job, JobKind, Lease
 from kassa.storage.orders import NewOrder, Started
+from kassa.storage.payouts import NewDestination
 from kassa.storage.prepared import Record
-from kassa.storage.tables import payout_destinations
+from kassa.vault.keys import Vault, destination_context
 
 NOT_COVERED = Outcome(
     Stage.DECLINED,
@@ -36,13 +40,13 @@ NOT_COVERED = Outcome(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class NewDestination:
-    """A destination other than a card, as stored: its fields under the vault, its number masked."""
-
-    kind: str
-    details_ciphertext: bytes
-    masked: str
+def sealed(vault: Vault, merchant_id: int, kind: Kind, details: destinations.Destination) -> NewDestination:
+    """A checked destination as stored: its fields under the vault, its number masked (a card number as
+    BIN and last four, as cards are shown)."""
+    number = destinations.number_of(details)
+    masked = cards.mask_pan(number) if kind is Kind.CARD else destinations.mask_account(number)
+    ciphertext = vault.encrypt(orjson.dumps(details).decode(), destination_context(merchant_id))
+    return NewDestination(kind.value, ciphertext, masked)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +70,7 @@ def open_payout(
         raise ended  # the unit of work is rolled back: nothing of the refused transfer is written
     order_id, tx_id = started.order_id, started.transaction_id
     if destination is not None:
-        conn.execute(insert(payout_destinations).values(order_id=order_id, **dataclasses.asdict(destination)))
+        payout_store.add_destination(conn, order_id, destination)
     order = order_store.lock_order(conn, order_id)  # with the mode it was written in: whose balance it draws on
     if (declined := _declined_uncovered(conn, order, new.tx_type, tx_id, new.amount, new.now_ms)) is not None:
         # A payout form's page then shows the outcome and takes the recipient back to the merchant.

@@ -127,20 +127,33 @@ def _method(text: str) -> Kind:
 def bank_account(form: Mapping[str, str]) -> BankAccount:
     """None of routing_number, bank_bic and iban is required: which one a bank needs depends on its
     country, which the payout does not name. Each one sent is checked."""
-    iban = _optional(form, "iban", _iban)
+    iban = _optional(form, "iban", iban_number)
     return BankAccount(
         number=_account_number(form.get("account_number", ""), iban),
         bank_name=_required(form, "bank_name", "a bank account"),
-        routing_number=_optional(form, "routing_number", _routing_number),
-        bic=_optional(form, "bank_bic", _bic),
+        routing_number=_optional(form, "routing_number", routing_number),
+        bic=_optional(form, "bank_bic", bic),
         iban=iban,
         holder_name=_holder_name(form),
         extra={name: form[name] for name in BANK_EXTRA if form.get(name)},
     )
 
 
+class NumberError(ValueError):
+    """A refused bank number: the phrase that follows the field's name, whatever the field is called
+    (``bank_bic`` in a payout, ``recipient-bank-bic`` in a bank wire)."""
+
+
+def named(name: str, check: Callable[[str], str], text: str) -> str:
+    """``check(text)``, its refusal a ``DestinationError`` naming the field ``name``."""
+    try:
+        return check(text)
+    except NumberError as problem:
+        raise DestinationError(f"{name} {problem}", name) from None
+
+
 def _optional(form: Mapping[str, str], name: str, check: Callable[[str], str]) -> str | None:
-    return check(text) if (text := form.get(name, "")) else None
+    return named(name, check, text) if (text := form.get(name, "")) else None
 
 
 def _account_number(text: str, iban: str | None) -> str:
@@ -153,51 +166,61 @@ def _account_number(text: str, iban: str | None) -> str:
                 "account_number (or iban) is required for a payout to a bank account", "account_number"
             )
         return iban
+    return named("account_number", account_number, text)
+
+
+def account_number(text: str) -> str:
     number = _compact(text)
     if _ACCOUNT.fullmatch(number) is None:
-        raise DestinationError("account_number must be 1 to 34 letters and digits", "account_number")
+        raise NumberError("must be 1 to 34 letters and digits")
     return number
 
 
-def _iban(text: str) -> str:
+def looks_like_iban(text: str) -> bool:
+    """Two letters of country and two check digits first: an IBAN's shape, which no domestic account
+    number of the countries that have IBANs takes."""
+    return _IBAN.fullmatch(_compact(text)) is not None
+
+
+def iban_number(text: str) -> str:
     """The mod-97 check digits, then the length and layout of the IBANs of the country it names (and
     its national check digits where stdnum knows them): the registry changes, and stdnum follows it."""
     number = _compact(text)
     if _IBAN.fullmatch(number) is None:
-        raise DestinationError("iban must be a country code, 2 check digits and up to 30 letters or digits", "iban")
+        raise NumberError("must be a country code, 2 check digits and up to 30 letters or digits")
     try:
         return stdnum.iban.validate(number)
     except InvalidChecksum:
-        raise DestinationError("iban fails its check digits", "iban") from None
+        raise NumberError("fails its check digits") from None
     except ValidationError:
-        raise DestinationError("iban does not have the length and layout of its country's IBANs", "iban") from None
+        raise NumberError("does not have the length and layout of its country's IBANs") from None
 
 
-def _bic(text: str) -> str:
+def bic(text: str) -> str:
+    """A BIC (SWIFT code), upper case: its length, layout and country."""
     number = _compact(text)
     if _BIC.fullmatch(number) is None:
-        raise DestinationError("bank_bic must be letters and digits", "bank_bic")
+        raise NumberError("must be letters and digits")
     try:
         return stdnum.bic.validate(number)
     except InvalidLength:
-        raise DestinationError("bank_bic must be 8 or 11 characters", "bank_bic") from None
+        raise NumberError("must be 8 or 11 characters") from None
     except InvalidComponent:
-        raise DestinationError("bank_bic names no known country", "bank_bic") from None
+        raise NumberError("names no known country") from None
     except ValidationError:
-        raise DestinationError(
-            "bank_bic must be 4 letters of bank, 2 of country, 2 characters of location and an optional 3 of branch",
-            "bank_bic",
+        raise NumberError(
+            "must be 4 letters of bank, 2 of country, 2 characters of location and an optional 3 of branch"
         ) from None
 
 
-def _routing_number(text: str) -> str:
+def routing_number(text: str) -> str:
     """A US ABA number: the ninth digit checks the first eight."""
     if _ROUTING.fullmatch(text) is None:
-        raise DestinationError("routing_number must be 9 digits", "routing_number")
+        raise NumberError("must be 9 digits")
     try:
         return stdnum.us.rtn.validate(text)
     except ValidationError:
-        raise DestinationError("routing_number fails its ABA check digit", "routing_number") from None
+        raise NumberError("fails its ABA check digit") from None
 
 
 def _holder_name(form: Mapping[str, str]) -> str:

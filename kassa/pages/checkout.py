@@ -11,13 +11,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from kassa.clock import now_ms, today
-from kassa.core import authentication, opening
+from kassa.core import authentication, opening, payouts
 from kassa.core.authentication import METHOD_WAIT_MS
 from kassa.core.errors import NotWaiting
-from kassa.domain import cards, money
+from kassa.domain import cards, destinations, money
 from kassa.domain.callbacks import callback_fields
+from kassa.domain.destinations import Kind
 from kassa.domain.lifecycle import Stage, is_final
-from kassa.domain.transactions import Direction, TxType, rule
+from kassa.domain.transactions import Needs, TxType, rule
 from kassa.pages.redirect import final_redirect
 from kassa.pages.rendering import render_page
 from kassa.pages.responses import html, message, see_other
@@ -61,10 +62,14 @@ class Pages:
         if context is None or fields is None or is_final(Stage(context.transaction["stage"])):
             return message(*GONE, status=410)
         asks_cvv = _asks_cvv(context.order)
-        values, errors = _card_values(fields, asks_cvv=asks_cvv)
+        values, errors = _card_values(fields, asks_cvv=asks_cvv, asks_receiving_card=_asks_receiving_card(context))
         if errors:
             return self._form(request, context, fields, errors, status=400)
         order, tx, vault = context.order, context.transaction, self.services.vault
+        receiving = values.get("receiving_card_number")
+        destination = None
+        if receiving is not None:
+            destination = payouts.sealed(vault, order["merchant_id"], Kind.CARD, destinations.CardNumber(receiving))
         # Encrypted before the unit of work: the database's writer runs units, not cryptography.
         card = opening.new_card(
             vault,
@@ -79,7 +84,7 @@ class Pages:
         checkout_token, sealed = tokens.new_token(vault)
         collected = await self.services.db.write(
             lambda conn: opening.collect_card(
-                conn, context.session, order, tx["id"], card, cvv, now_ms(), ttl_ms, sealed
+                conn, context.session, order, tx["id"], card, cvv, now_ms(), ttl_ms, sealed, destination
             )
         )
         if not collected:
@@ -115,6 +120,7 @@ class Pages:
             values=values,
             errors=errors,
             ask_cvv=_asks_cvv(order),
+            ask_receiving_card=_asks_receiving_card(context),
             button=button,
             footnote=footnote,
         )
@@ -231,8 +237,14 @@ def _to_acs(base: str, token: str, context: BrowserContext) -> Response:
 
 
 def _asks_cvv(order: Record) -> bool:
-    """A card that pays is asked for its security code; a card a payout pays to is not."""
-    return rule(TxType(order["tx_type"])).direction is not Direction.OUT
+    """The card of a cardholder who pays (a sale's, a transfer's source card) is asked for its security
+    code; a card a payout pays to is not."""
+    return rule(TxType(order["tx_type"])).cardholder_present
+
+
+def _asks_receiving_card(context: BrowserContext) -> bool:
+    """A card-to-card transfer whose request named no receiving card asks the payer for it."""
+    return rule(TxType(context.order["tx_type"])).needs is Needs.CARD_TO_CARD and context.destination is None
 
 
 def _wording(tx_type: TxType, amount: str) -> tuple[str, str]:
@@ -240,17 +252,29 @@ def _wording(tx_type: TxType, amount: str) -> tuple[str, str]:
     if tx_type is TxType.PAYOUT:
         return f"Receive {amount}", "Enter the card the money is paid to; card data goes straight to the gateway."
     footnote = "Card data goes straight to the payment gateway; the shop never sees it."
+    if tx_type is TxType.TRANSFER:
+        return f"Transfer {amount}", footnote
     return ("Pay " + amount if rule(tx_type).moves_money else "Verify card"), footnote
 
 
-def _card_values(fields: dict[str, str], *, asks_cvv: bool = True) -> tuple[dict[str, Any], dict[str, str]]:
+_BAD_NUMBER = "This card number is not valid: check the digits."
+
+
+def _card_values(
+    fields: dict[str, str], *, asks_cvv: bool = True, asks_receiving_card: bool = False
+) -> tuple[dict[str, Any], dict[str, str]]:
     """Checks the form again on the server (the browser's checks are a convenience, not a guarantee)."""
     values: dict[str, Any] = {}
     errors: dict[str, str] = {}
     try:
         values["credit_card_number"] = cards.normalize_pan(fields.get("cc-number", "").strip())
     except cards.CardError:
-        errors["cc-number"] = "This card number is not valid: check the digits."
+        errors["cc-number"] = _BAD_NUMBER
+    if asks_receiving_card:
+        try:
+            values["receiving_card_number"] = cards.normalize_pan(fields.get("to-number", "").strip())
+        except cards.CardError:
+            errors["to-number"] = _BAD_NUMBER
     month, _, year = fields.get("cc-exp", "").replace(" ", "").partition("/")
     try:
         expiry = cards.parse_expiry(month, year, today())

@@ -36,4 +36,13 @@ CAPTURE_LIKE = ControlFormula(("login", "client_orderid", "orderid", "amount", "
 ORDER_REF = ControlFormula(("login", "client_orderid", "orderid"))
 CARD_INFO = ControlFormula(("login", "cardrefid"))
 REBILL = ControlFormula(("login", "client_orderid", "cardrefid", "amount", "currency"))
+TRANSFER_BY_REF = ControlFormula(
+    ("login", "client_orderid", "source-card-ref-id", "destination-card-ref-id", "amount", "currency")
+)
+BANK_WIRE = ControlFormula(
+    (
+        "endpoint", "client_orderid", "payer-fullname", "recipient-name", "recipient-account-number",
+        "recipient-bank-bic", "amount", "vat-amount", "currency",
+    )
+)  # fmt: skip
 CALLBACK = ControlFormula(("status", "orderid", "client_orderid"))

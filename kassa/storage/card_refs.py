@@ -33,3 +33,9 @@ def card_of(conn: Connection, merchant_id: int, ref_id: int) -> Record | None:
         .where(card_refs.c.id == ref_id, card_refs.c.merchant_id == merchant_id)
     )
     return conn.execute(query).mappings().first()
+
+
+def sealed_number(conn: Connection, card_id: int) -> bytes:
+    """The encrypted number of a stored card, for a transfer that pays to it (the number goes on to the
+    acquirer as the receiving card's)."""
+    return bytes(conn.execute(select(cards.c.pan_ciphertext).where(cards.c.id == card_id)).scalar_one())

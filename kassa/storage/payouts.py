@@ -1,14 +1,31 @@
-"""Payout destinations other than cards (``tables.payout_destinations``): sealed, masked for display."""
+"""Where payouts and transfers go when not to the order's own card (``tables.payout_destinations``): a bank
+account, e-wallet, phone, or a card-to-card transfer's receiving card; sealed, masked for display."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Select, func, select, update
+from sqlalchemy import Connection, Select, func, insert, select, update
 
 from kassa.storage.prepared import Record
 from kassa.storage.tables import cards, merchants, orders, payout_destinations, transactions
+
+
+@dataclass(frozen=True, slots=True)
+class NewDestination:
+    """Where a payout or transfer goes when not (only) to the order's card, as stored: its fields under the
+    vault, its number masked."""
+
+    kind: str
+    details_ciphertext: bytes
+    masked: str
+
+
+def add_destination(conn: Connection, order_id: int, destination: NewDestination) -> None:
+    conn.execute(insert(payout_destinations).values(order_id=order_id, **dataclasses.asdict(destination)))
 
 
 def destination_of(conn: Connection, order_id: int) -> Record | None:

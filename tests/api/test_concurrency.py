@@ -1,4 +1,5 @@
-"""Concurrent requests on one order can never move more money than the rules allow (CONTRACT §7)."""
+"""Concurrent requests on one order can never move more money than the rules allow (CONTRACT §7), and
+concurrent repeats of one order-starting request open one order."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from tests.api.test_card_refs import stored_card
+from tests.api.test_transfers import DESTINATION, v2_transfer_by_ref
+from tests.support.balances import available, credit
 from tests.support.gateway import Gateway, Merchant, new_merchant
 from tests.support.operations import LEDGER_OK, approved_order, final, ledger_check, refund
 
@@ -53,3 +57,19 @@ def test_the_same_client_orderid_sent_twenty_times_at_once_creates_one_order(mer
     assert len({a.json()["paynet-order-id"] for a in answers}) == 1
     listed = merchant.gateway.cli("order", "list", "--merchant", merchant.login)
     assert [o["client_orderid"] for o in listed].count(client_orderid) == 1
+
+
+def test_ten_concurrent_repeats_of_a_v2_transfer_by_ref_move_its_money_once(merchant: Merchant) -> None:
+    credit(merchant, "100.00")
+    destination, client_orderid = stored_card(merchant, DESTINATION), f"tr-{uuid.uuid4().hex[:8]}"
+    with ThreadPoolExecutor(10) as pool:
+        answers = list(
+            pool.map(lambda _: v2_transfer_by_ref(merchant, client_orderid, destination, "30.00"), range(10))
+        )
+    assert {a.status_code for a in answers} == {200}, [a.text for a in answers]
+    [order] = {a.json()["paynet-order-id"] for a in answers}
+    assert merchant.wait_final(order)["status"] == "approved"
+    assert available(merchant) == "70.00"
+    listed = merchant.gateway.cli("order", "list", "--merchant", merchant.login)
+    assert [o["client_orderid"] for o in listed].count(client_orderid) == 1
+    assert ledger_check(merchant) == LEDGER_OK

@@ -107,3 +107,23 @@ def test_answers_of_recurring_payments_and_v4_card_references_name_their_ids(doc
     assert {"status", "recurring-payment-id", "merchant-order-id"} <= set(
         schemas["CreateRecurringPaymentResponse"]["properties"]
     )
+
+
+@pytest.mark.backends("sqlite")
+def test_the_operations_of_contract_17_name_their_fields_and_signing(document: dict[str, Any]) -> None:
+    schemas, paths = document["components"]["schemas"], document["paths"]
+    wire = schemas["BankWireTransferRequest"]
+    assert {"payer-fullname", "recipient-name", "recipient-account-number", "recipient-bank-bic"} <= set(
+        wire["required"]
+    )
+    assert re.fullmatch(wire["properties"]["vat-amount"]["pattern"], "4.17")
+    assert "destination-card-ref-id" in schemas["TransferByRefV2Request"]["required"]
+    assert "source-card-ref-id" in schemas["TransferByRefV2Request"]["properties"]
+    assert "receiving-card-ref-id" in schemas["PanEligibilityReceiveRequest"]["properties"]
+    assert "destination-card-no" in schemas["TransferFormV4Request"]["properties"]
+    formula = paths["/api/v2/transfer-by-ref/{endpointId}"]["post"]["x-signing"]["formula"]
+    assert formula.startswith("sha1(login + client_orderid + source-card-ref-id + destination-card-ref-id")
+    assert paths["/api/v4/transfer-form/{endpointId}"]["post"]["security"] == [{"oauth1-rsa-sha256": []}]
+    assert paths["/api/v2/pan-eligibility/both/{endpointId}"]["post"]["security"] == [{"oauth1-hmac-sha1": []}]
+    form = paths["/api/v2/transfer-form/{endpointId}"]["post"]["responses"]["200"]
+    assert form["content"]["application/vnd.pay+json"]["schema"]["$ref"].endswith("AsyncCheckoutFormRedirect")

@@ -526,6 +526,12 @@ REQUEST_SCHEMAS = [
     "CreateCardRefV4Request",
     "RecurringPaymentForCreation",
     "PayoutCheckRequest",
+    "TransferByRefV2Request",
+    "TransferFormRequest",
+    "TransferFormV4Request",
+    "PanEligibilityReceiveRequest",
+    "PanEligibilityBothRequest",
+    "BankWireTransferRequest",
 ]
 RESPONSE_SCHEMAS = [
     "AsyncResponse",
@@ -564,6 +570,12 @@ OPERATION_PATHS = [
     "/api/v4/payout-pay",
     "/api/v4/transfer",
     "/api/v2/pan-eligibility/send",
+    "/api/v2/transfer-by-ref",
+    "/api/v2/transfer-form",
+    "/api/v4/transfer-form",
+    "/api/v2/pan-eligibility/receive",
+    "/api/v2/pan-eligibility/both",
+    "/api/v2/bank-wire-transfer",
 ]
 
 
@@ -576,7 +588,7 @@ def test_openapi_document_names_every_schema_and_operation(shared_gateway: Gatew
     schemas = document["components"]["schemas"]
     for name in (*REQUEST_SCHEMAS, *RESPONSE_SCHEMAS):
         assert name in schemas, name
-    assert len(OPERATION_PATHS) == 25
+    assert len(OPERATION_PATHS) == 31
     for path in OPERATION_PATHS:
         assert "post" in document["paths"][f"{path}/{{endpointId}}"], path
         assert "post" in document["paths"][f"{path}/group/{{endpointGroupId}}"], path

@@ -27,6 +27,8 @@ _VALID = {
     "threeDSCompInd": "Y",
     "pares": "eJxLTEoGAAJNASk",
     "cardrefid": "1",
+    "recipient-account-number": "40817810099910004312",
+    "recipient-bank-bic": "DEUTDEFF",
 }
 
 
@@ -52,10 +54,11 @@ def post(op: Operation, merchant: Merchant, form: dict[str, str]) -> httpx.Respo
 
 
 def control(formula: ControlFormula, merchant: Merchant, form: dict[str, str]) -> str:
-    """The control a merchant computes: the amount in minor units when it is one (anything else as sent)."""
+    """The control a merchant computes: amounts in minor units when they are amounts (anything else as sent)."""
     signed = {**form, "endpoint": str(merchant.endpoint_id)}
-    with contextlib.suppress(KeyError, money.AmountError):
-        signed["amount"] = str(money.parse_amount(form["amount"], money.currency(form.get("currency", ""))))
+    for name in ("amount", "vat-amount"):
+        with contextlib.suppress(KeyError, money.AmountError):
+            signed[name] = str(money.parse_amount(form[name], money.currency(form.get("currency", ""))))
     return sha1(*(signed.get(part, "") for part in formula.parts), merchant.control_key)
 
 

@@ -1,5 +1,6 @@
-"""Payouts (CONTRACT §13): money from the merchant's available balance to a card, a bank account, an
-e-wallet or a phone. The destination is checked here (``domain.destinations``), the payout opened with
+"""Payouts (CONTRACT §13, and §17's bank wire): money from the merchant's available balance to a card, a
+bank account, an e-wallet or a phone; transfers, from the balance or from a card, to a card; and
+pan-eligibility checks. The destination is checked here (``domain.destinations``), the order opened with
 its reservation by ``core.payouts``, and processed by the worker like any transaction."""
 
 from __future__ import annotations
@@ -7,8 +8,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import orjson
 
 from kassa.api.context import OperationRequest, Reply
 from kassa.api.errors import ApiError, Code, field_error
@@ -18,15 +17,16 @@ from kassa.api.handlers.payments import answer_opened, new_card, new_order, orde
 from kassa.clock import now_ms, today
 from kassa.core import payouts, rebills
 from kassa.core.errors import PaymentEnded
-from kassa.core.payouts import NewDestination
-from kassa.domain import cards, destinations
+from kassa.domain import destinations
 from kassa.domain.destinations import DestinationError, Kind
 from kassa.domain.money import Currency
 from kassa.domain.transactions import TxType
+from kassa.storage import card_refs as card_ref_store
 from kassa.storage import recurring as recurring_store
 from kassa.storage.orders import NewOrder
+from kassa.storage.payouts import NewDestination
 from kassa.storage.prepared import Record
-from kassa.vault.keys import destination_context, pan_context
+from kassa.vault.keys import pan_context
 
 
 async def payout(req: OperationRequest) -> Reply:
@@ -77,17 +77,25 @@ async def payout_v4(req: OperationRequest) -> Reply:
     return {**reply, "payout-id": reply["paynet-order-id"]}
 
 
+_CARD_REFERENCES = ("sending-card-ref-id", "receiving-card-ref-id")
+
+
 async def pan_eligibility(req: OperationRequest) -> Reply:
-    """Whether a card can send funds: asynchronous, its answer in status and callbacks; no money moves."""
+    """Whether a card can send funds, receive them, or both (the row says which, by the card reference it
+    takes): asynchronous, its answer in status and callbacks; no money moves."""
     cur = order_currency(req)
     endpoint = serving_endpoint(req.endpoint, cur.code)
     new = new_order(req, TxType.PAN_ELIGIBILITY, endpoint.id, cur)
-    if "sending-card-ref-id" in req.values:
-        stored = await usable_card(req, "sending-card-ref-id")
+    named = [name for name in _CARD_REFERENCES if name in req.values]
+    if len({req.values[name] for name in named}) > 1:
+        raise field_error(named[1], f"names another card than {named[0]}: an eligibility check is of one card")
+    if named:
+        stored = await usable_card(req, named[0])
         return await _open(req, dataclasses.replace(new, card_id=stored.card_id), None)
     if "credit_card_number" in req.values:
         return await _open(req, new, _card_number(req, req.values["credit_card_number"]))
-    raise field_error("credit_card_number", "or sending-card-ref-id is required")
+    references = " or ".join(spec.name for spec in req.op.fields if spec.name in _CARD_REFERENCES)
+    raise field_error("credit_card_number", f"or {references} is required")
 
 
 async def transfer_by_ref(req: OperationRequest) -> Reply:
@@ -98,6 +106,64 @@ async def transfer_by_ref(req: OperationRequest) -> Reply:
         card_id = (await usable_card(req, "destination-card-ref-id")).card_id
     reply = await _deposit_transfer(req, card_id)
     return {**reply, "transaction-id": reply["paynet-order-id"]}
+
+
+async def transfer_by_ref_v2(req: OperationRequest) -> Reply:
+    """v2: to the card of ``destination-card-ref-id`` from the card of ``source-card-ref-id`` (a transfer
+    decided as a sale of the source card: by its ``cvv2``, with 3-D Secure, when its holder typed one), or
+    from the merchant's balance when no source is named (v4 transfer-by-ref's transfer)."""
+    destination = await usable_card(req, "destination-card-ref-id")
+    if "source-card-ref-id" not in req.values:
+        return await _deposit_transfer(req, destination.card_id)
+    cur: Currency = req.values["currency"]
+    endpoint = serving_within_limits(req, cur)
+    source = await usable_card(req, "source-card-ref-id")
+    new = dataclasses.replace(new_order(req, TxType.TRANSFER, endpoint.id, cur), card_id=source.card_id)
+    return await _open(req, new, await _stored_card_number(req, destination))
+
+
+async def transfer_form(req: OperationRequest) -> Reply:
+    """A card-to-card transfer whose source card its holder types on the gateway's page
+    (``pages/checkout``), as for a sale form; the receiving card is the one named here, else the page
+    asks for it too."""
+    cur: Currency = req.values["currency"]
+    endpoint = serving_within_limits(req, cur)
+    new = new_order(req, TxType.TRANSFER, endpoint.id, cur, hosted=True)
+    destination = None
+    if "destination-card-no" in req.values:
+        destination = _card_number(req, req.values["destination-card-no"])
+    elif "destination-card-ref-id" in req.values:
+        destination = await _stored_card_number(req, await usable_card(req, "destination-card-ref-id"))
+    return await _open(req, new, destination)
+
+
+async def _stored_card_number(req: OperationRequest, stored: rebills.StoredCard) -> NewDestination:
+    """A stored card as the receiving card of a card-to-card transfer, which pays to a card number."""
+    sealed = await req.services.db.read(lambda conn: card_ref_store.sealed_number(conn, stored.card_id))
+    return _card_number(req, req.services.vault.decrypt(sealed, pan_context(req.merchant_id)))
+
+
+async def bank_wire_transfer(req: OperationRequest) -> Reply:
+    """A payout to a bank account named by its number (or IBAN) and its bank's BIC, as the v2 payout's bank
+    destination; the payer's name and the VAT are kept with it."""
+    values = req.values
+    if values.get("vat-amount", 0) > values["amount"]:
+        raise field_error("vat-amount", "must not exceed amount")
+    cur: Currency = values["currency"]
+    endpoint = serving_within_limits(req, cur)
+    number: str = values["recipient-account-number"]
+    is_iban = destinations.looks_like_iban(number)
+    account = destinations.BankAccount(
+        number=number,
+        bank_name=values.get("recipient-bank-name", ""),
+        routing_number=None,
+        bic=values["recipient-bank-bic"],
+        iban=number if is_iban else None,
+        holder_name=values["recipient-name"],
+        extra={name: req.form[name] for name in ("payer-fullname", "vat-amount") if name in values},
+    )
+    sealed = payouts.sealed(req.services.vault, req.merchant_id, Kind.BANK, account)
+    return await _open(req, new_order(req, TxType.PAYOUT, endpoint.id, cur), sealed)
 
 
 _TO_PAYMENT = "destination_card_recurring_payment_id"
@@ -187,10 +253,7 @@ async def _recurring_card(req: OperationRequest, field: str) -> Lent:
 
 def _card_number(req: OperationRequest, pan: str) -> NewDestination:
     """A card known by its number alone, sealed like any destination, shown as BIN and last four."""
-    sealed = req.services.vault.encrypt(
-        orjson.dumps(destinations.CardNumber(pan)).decode(), destination_context(req.merchant_id)
-    )
-    return NewDestination(Kind.CARD.value, sealed, cards.mask_pan(pan))
+    return payouts.sealed(req.services.vault, req.merchant_id, Kind.CARD, destinations.CardNumber(pan))
 
 
 async def _to_card(req: OperationRequest, new: NewOrder) -> NewOrder:
@@ -213,9 +276,7 @@ def _destination(req: OperationRequest, kind: Kind) -> NewDestination:
             details = destinations.phone(form)
         case _:
             raise AssertionError(kind)
-    number = destinations.number_of(details)
-    sealed = req.services.vault.encrypt(orjson.dumps(details).decode(), destination_context(req.merchant_id))
-    return NewDestination(kind.value, sealed, destinations.mask_account(number))
+    return payouts.sealed(req.services.vault, req.merchant_id, kind, details)
 
 
 async def _open(
