@@ -150,6 +150,8 @@ def test_an_admin_creates_a_three_ds_rule_and_its_page_says_what_it_requires(
     assert (shown["kind"], shown["three_ds_above"]) == ("three-ds-above", {"amount": 50000, "currency": "USD"})
     page = admin.get(f"/rules/{rule_id}").text
     assert "above 50000 minor units (500.00 USD)" in page and "<code>4201</code>" in page
-    assert "3-D Secure above 500.00 USD" in admin.get("/rules").text
+    listing = admin.get("/rules").text
+    assert "3-D Secure above 500.00 USD" in listing
+    assert '<textarea id="r-values" name="values" rows="4" spellcheck="false" autocomplete="off"></textarea>' in listing
     refused = admin.post("/rules", {**fields, "currency": ""}, from_page="/rules")
     assert refused.status_code == 400 and "--currency is required" in refused.text
