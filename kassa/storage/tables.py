@@ -686,8 +686,9 @@ chargebacks = Table(
     sqlite_autoincrement=True,
 )
 
-# Risk rules (docs/risk.md): block lists and velocity limits screening an endpoint's or a merchant's first
-# authorizations as their orders are opened. A rule is disabled, never deleted: orders name it.
+# Risk rules (docs/risk.md): block lists, velocity limits and 3-D Secure amounts screening an endpoint's or
+# a merchant's first authorizations as their orders are opened. A rule is disabled, never deleted: orders
+# name it.
 risk_rules = Table(
     "risk_rules",
     metadata,
