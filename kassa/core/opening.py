@@ -51,13 +51,16 @@ def open_order(conn: Connection, new: NewOrder) -> Started:
     started = insert_rows(conn, new)
     if not started.created:
         return started
-    return screened(conn, new, started, rules) or next_step(conn, new, started)
+    return screened_then_next(conn, new, started, rules)
 
 
-def screened(conn: Connection, new: NewOrder, started: Started, rules: tuple[Rule, ...]) -> Started | None:
-    """The order filtered by one of ``rules``, or None when it goes on. A hosted form's card is not
-    known yet: its order is screened when the card is collected (``collect_card``)."""
-    return None if not rules or new.hosted else risk.screen(conn, rules, new, started)
+def screened_then_next(conn: Connection, new: NewOrder, started: Started, rules: tuple[Rule, ...]) -> Started:
+    """The order screened by ``rules``, then, unless one filtered it (``Started.decided``), its next step.
+    A hosted form's card is not known yet: its order is screened when the card is collected
+    (``collect_card``)."""
+    if rules and not new.hosted:
+        started = risk.screen(conn, rules, new, started)
+    return started if started.decided else next_step(conn, new, started)
 
 
 def insert_rows(conn: Connection, new: NewOrder) -> Started:
@@ -125,7 +128,7 @@ def collect_card(
         payout_store.add_destination(conn, order["id"], destination)
     rules = risk.rules_for(conn, order["merchant_id"], order["endpoint_id"])
     sale = risk.collected_sale(order, card)
-    if not (rules and risk.screen_sale(conn, rules, sale, order["id"], transaction_id, now_ms)):
+    if not (rules and risk.screen_sale(conn, rules, sale, order["id"], transaction_id, now_ms).filtered):
         job_queue.add(conn, JobKind.PROCESS, transaction_id, run_at_ms=now_ms, now_ms=now_ms)
     kind = SessionKind.CHECKOUT
     browser_sessions.open_session(conn, kind, order["id"], transaction_id, now_ms, checkout_ttl_ms, checkout)
@@ -146,6 +149,7 @@ def opened_work(new: NewOrder, started: Started, descriptor: str) -> Authorizati
         "tx_type": new.tx_type.value,
         "amount": new.amount,
         "currency": new.currency,
+        "three_ds_rules": started.three_ds_rules.value if started.three_ds_rules else None,
     }
     order = {
         "id": started.order_id,

@@ -77,7 +77,7 @@ def open_payout(
         return OpenedPayout(opening.open_form(conn, new, started) if new.hosted else started, declined)
     # Screened once its amount is reserved: a filtered payout gives it back as any failed one does.
     rules = risk.rules_for(conn, new.merchant_id, new.endpoint_id)
-    return OpenedPayout(opening.screened(conn, new, started, rules) or opening.next_step(conn, new, started))
+    return OpenedPayout(opening.screened_then_next(conn, new, started, rules))
 
 
 def _declined_uncovered(

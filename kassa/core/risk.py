@@ -16,7 +16,8 @@ from sqlalchemy import Connection, Engine
 from kassa.core import outcomes
 from kassa.domain import risk
 from kassa.domain.lifecycle import Stage
-from kassa.domain.risk import Rule, Sale, Verdict
+from kassa.domain.risk import Mode, Rule, Sale, Verdict
+from kassa.domain.transactions import TxType
 from kassa.processors.interface import Outcome
 from kassa.storage import risk as store
 from kassa.storage.orders import NewCard, NewOrder, Started
@@ -62,35 +63,67 @@ def forget() -> None:
     _cache.clear()
 
 
-def screen(conn: Connection, rules: tuple[Rule, ...], new: NewOrder, started: Started) -> Started | None:
-    """Runs ``rules`` on the order just opened: the order filtered, its callbacks queued (the ``Started``
-    returned says so), or None when it goes on."""
-    if not screen_sale(conn, rules, _sale(conn, new), started.order_id, started.transaction_id, new.now_ms):
-        return None
-    return dataclasses.replace(started, decided=True)
+@dataclass(frozen=True, slots=True)
+class Screened:
+    """What the rules made of an order's first transaction."""
+
+    filtered: bool = False  # recorded ``filtered``, its callbacks queued
+    three_ds: Mode | None = None  # it goes on above 3-D Secure rules' amounts (``risk.three_ds_mode``)
+
+
+def screen(conn: Connection, rules: tuple[Rule, ...], new: NewOrder, started: Started) -> Started:
+    """Runs ``rules`` on the order just opened: ``started`` marked ``decided`` when a rule filtered it (its
+    callbacks queued), or with the 3-D Secure rules' mark when it goes on."""
+    done = screen_sale(conn, rules, _sale(conn, new), started.order_id, started.transaction_id, new.now_ms)
+    return dataclasses.replace(started, decided=done.filtered, three_ds_rules=done.three_ds)
 
 
 def screen_sale(
     conn: Connection, rules: tuple[Rule, ...], sale: Sale, order_id: int, transaction_id: int, now_ms: int
-) -> bool:
+) -> Screened:
     """Whether one of ``rules`` filtered the order's first transaction (then recorded ``filtered``, its
     callbacks queued). Dry-run rules that would have filtered it are recorded; the sale is counted by the
-    velocity limits only when it goes on."""
+    velocity limits only when it goes on, and marked with the 3-D Secure rules whose amount it is above
+    (the worker enforces them when the card's issuer offers no authentication)."""
     verdict = risk.screen_lists(rules, sale)
     counted: list[tuple[int, str, int]] = []
     if verdict.filtered_by is None:
         verdict, counted = _velocity(conn, rules, sale, verdict, now_ms)
+    record_hits(conn, order_id, verdict, now_ms)
+    if verdict.filtered_by is None:
+        store.count_sales(conn, counted, sale.amount)
+        return Screened(three_ds=_mark_three_ds(conn, rules, sale, transaction_id))
+    outcomes.record(conn, transaction_id, filtered(verdict.filtered_by), now_ms)
+    return Screened(filtered=True)
+
+
+def _mark_three_ds(conn: Connection, rules: tuple[Rule, ...], sale: Sale, transaction_id: int) -> Mode | None:
+    above = risk.above_threshold(rules, sale)
+    mode = risk.three_ds_mode(above)
+    if mode is not None:
+        store.mark_three_ds(conn, transaction_id, above, mode)
+    return mode
+
+
+def unauthenticated(conn: Connection, transaction_id: int) -> Verdict:
+    """The verdict on a transaction marked for 3-D Secure rules whose card's issuer offered no
+    authentication (``risk.unauthenticated``)."""
+    return risk.unauthenticated(store.three_ds_rules_of(conn, transaction_id))
+
+
+def filtered(rule: Rule) -> Outcome:
+    """The outcome of an order ``rule`` filtered: its kind's error-code, and the limit it holds."""
+    return Outcome(Stage.FILTERED, rule.error_code, rule.error_message())
+
+
+def record_hits(conn: Connection, order_id: int, verdict: Verdict, now_ms: int) -> None:
+    """The rules that filtered the order (``verdict.filtered_by``) or would have (its dry-run ones); those
+    recorded before are kept as they were."""
     hits = [(r.id, True) for r in verdict.would_filter]
     if verdict.filtered_by is not None:
         hits.append((verdict.filtered_by.id, False))
     if hits:
         store.record_hits(conn, order_id, hits, now_ms)
-    if verdict.filtered_by is None:
-        store.count_sales(conn, counted, sale.amount)
-        return False
-    rule = verdict.filtered_by
-    outcomes.record(conn, transaction_id, Outcome(Stage.FILTERED, rule.error_code, rule.error_message()), now_ms)
-    return True
 
 
 def collected_sale(order: Record, card: NewCard) -> Sale:
@@ -104,6 +137,10 @@ def collected_sale(order: Record, card: NewCard) -> Sale:
         card.bin,
         order["email"],
         _ip(order["customer"]),
+        risk.cardholder_payment(
+            TxType(order["tx_type"]),
+            merchant_initiated=_merchant_initiated(order["card_ref_id"], order["recurring_payment_id"]),
+        ),
     )
 
 
@@ -143,9 +180,24 @@ def _sale(conn: Connection, new: NewOrder) -> Sale:
         fingerprint, bin_ = new.card.pan_fingerprint, new.card.bin
     elif new.card_id is not None:  # a rebill's, a recurring charge's or a payout's stored card
         fingerprint, bin_ = store.card_facts(conn, new.card_id)
+    merchant_initiated = _merchant_initiated(new.card_ref_id, new.recurring_payment_id)
+    cardholder_payment = risk.cardholder_payment(new.tx_type, merchant_initiated=merchant_initiated)
     return Sale(
-        new.merchant_id, new.endpoint_id, new.amount, new.currency, fingerprint, bin_, new.email, _ip(new.customer)
+        new.merchant_id,
+        new.endpoint_id,
+        new.amount,
+        new.currency,
+        fingerprint,
+        bin_,
+        new.email,
+        _ip(new.customer),
+        cardholder_payment,
     )
+
+
+def _merchant_initiated(card_ref_id: int | None, recurring_payment_id: int | None) -> bool:
+    """A rebill on a stored card or a recurring payment's charge (``engine.requests.initiator``)."""
+    return card_ref_id is not None or recurring_payment_id is not None
 
 
 def _ip(customer: str | None) -> str | None:

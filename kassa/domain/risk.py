@@ -1,10 +1,11 @@
-"""Risk rules (CONTRACT §16): block lists and velocity limits an endpoint's or a merchant's first
-authorizations are screened by before they leave the gateway, as plain data and pure decisions. Storage
-counts the velocity and keeps the rules; ``core.opening`` runs them in the order's opening transaction.
+"""Risk rules (CONTRACT §16): block lists, velocity limits and amounts above which 3-D Secure is required,
+that an endpoint's or a merchant's first authorizations are screened by before they leave the gateway, as
+plain data and pure decisions. Storage counts the velocity and keeps the rules; ``core.opening`` runs them
+in the order's opening transaction.
 
-3-D Secure "required above an amount" is not a kind here: whether a cardholder is authenticated is the
-card issuer's decision, asked by the worker after the order is opened (``Authenticator.path``); the
-gateway has no way to force it (docs/risk.md)."""
+A 3-D Secure rule is decided in two steps: when the order is opened, whether the payment is above the
+rule's amount (``above_threshold``: the worker then asks the issuer for a challenge); when the issuer
+offers no authentication, the rules the payment was above filter it (``unauthenticated``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ import ipaddress
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+
+from kassa.domain import money
+from kassa.domain.transactions import Flow, TxType, rule
 
 # A window is counted in this many buckets: a sale leaves the count at most a twelfth of the window late.
 BUCKETS_PER_WINDOW = 12
@@ -26,6 +30,7 @@ class Kind(StrEnum):
     IP = "ip"  # block list of customer IP addresses and networks
     COUNT = "count"  # at most ``limit`` sales per key over the window
     SUM = "sum"  # at most ``limit`` minor units of ``currency`` per key over the window
+    THREE_DS = "three-ds-above"  # a cardholder's payment above ``threshold`` must be authenticated (3-D Secure)
 
 
 class Per(StrEnum):
@@ -45,7 +50,7 @@ BLOCK_LISTS = frozenset({Kind.CARD, Kind.BIN, Kind.EMAIL, Kind.IP})
 VELOCITY = frozenset({Kind.COUNT, Kind.SUM})
 
 # The error-code of an order a rule filtered, by the rule's kind: outside §12's 1-11 and 500 and the
-# action codes 100-909 (docs/risk.md).
+# action codes 100-909 (docs/risk.md). 40xx block lists, 41xx velocity limits, 42xx authentication.
 ERROR_CODES: Mapping[Kind, str] = {
     Kind.CARD: "4001",
     Kind.BIN: "4002",
@@ -53,6 +58,7 @@ ERROR_CODES: Mapping[Kind, str] = {
     Kind.IP: "4004",
     Kind.COUNT: "4101",
     Kind.SUM: "4102",
+    Kind.THREE_DS: "4201",
 }
 
 _LISTED: Mapping[Kind, str] = {
@@ -79,6 +85,9 @@ class Sale:
     bin: str | None
     email: str
     ip: str | None
+    # A sale or preauth of the cardholder's own (not a rebill or recurring charge, which the merchant
+    # initiates, nor a payout, transfer or verification): the payments 3-D Secure rules compare.
+    cardholder_payment: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +103,14 @@ class Velocity:
 
 
 @dataclass(frozen=True, slots=True)
+class Threshold:
+    """A 3-D Secure rule's: payments in ``currency`` above ``amount`` minor units are to be authenticated."""
+
+    amount: int
+    currency: str
+
+
+@dataclass(frozen=True, slots=True)
 class Rule:
     id: int
     kind: Kind
@@ -102,6 +119,7 @@ class Rule:
     endpoint_id: int | None = None
     entries: tuple[str, ...] = ()  # a block list's
     velocity: Velocity | None = None
+    threshold: Threshold | None = None  # a 3-D Secure rule's
     _list: BlockList = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -122,6 +140,12 @@ class Rule:
 
     def error_message(self) -> str:
         """Which limit refused the order; never which list entry."""
+        if self.threshold is not None:
+            t = self.threshold
+            return (
+                f"Refused by risk rule {self.id}: 3-D Secure is required above {t.amount} {t.currency} minor units"
+                " and the card's issuer offered no authentication"
+            )
         if self.velocity is None:
             return f"Refused by risk rule {self.id}: {_LISTED[self.kind]}"
         v = self.velocity
@@ -326,10 +350,10 @@ def checked_velocity(
 ) -> Velocity | None:
     """A velocity limit's settings, or ``RuleError`` naming the option missing or wrong."""
     if kind not in VELOCITY:
-        if per or limit is not None or window or currency:
-            raise RuleError(
-                f"--per, --limit, --window and --currency are for limits, not for a {kind.value} block list"
-            )
+        if per or limit is not None or window:
+            raise RuleError(f"--per, --limit and --window are for limits (count, sum), not for a {kind.value} rule")
+        if currency and kind is not Kind.THREE_DS:
+            raise RuleError(f"--currency is for sum limits and {Kind.THREE_DS.value} rules, not for {kind.value}")
         return None
     if per not in {p.value for p in Per}:
         raise RuleError("--per: card, email or ip")
@@ -342,6 +366,24 @@ def checked_velocity(
     if kind is Kind.COUNT and currency:
         raise RuleError("--currency is for sum limits")
     return Velocity(Per(per), limit, parse_window(window), currency.upper() if currency else None)
+
+
+def checked_threshold(kind: Kind, amount: int | None, currency: str | None) -> Threshold | None:
+    """A 3-D Secure rule's amount and currency, or ``RuleError`` naming the option missing or wrong."""
+    if kind is not Kind.THREE_DS:
+        if amount is not None:
+            raise RuleError(f"--amount is for a {Kind.THREE_DS.value} rule, not for a {kind.value} rule")
+        return None
+    if amount is None or amount < 0:
+        raise RuleError("--amount: the minor units above which 3-D Secure is required (50000 is 500.00 EUR)")
+    code = (currency or "").strip().upper()
+    if not code:
+        raise RuleError(f"--currency is required for a {kind.value} rule (only payments in it are compared)")
+    try:
+        money.currency(code)
+    except money.AmountError:
+        raise RuleError(f"--currency: {code[:8]!r} is not an ISO 4217 currency code") from None
+    return Threshold(amount, code)
 
 
 # Screening
@@ -369,3 +411,39 @@ def screen_lists(rules: Sequence[Rule], sale: Sale) -> Verdict:
 
 def applicable(rules: Iterable[Rule], sale: Sale) -> tuple[Rule, ...]:
     return tuple(rule for rule in rules if rule.applies_to(sale))
+
+
+def cardholder_payment(tx_type: TxType, *, merchant_initiated: bool) -> bool:
+    """Whether 3-D Secure rules compare a first authorization: a sale or a preauth the cardholder makes,
+    sent with the card or on a hosted form. A rebill or a recurring charge is initiated by the merchant with
+    nobody there to authenticate; a payout or a transfer pays money to a card; a verification moves none."""
+    return rule(tx_type).flow is Flow.AUTHORIZE and not merchant_initiated
+
+
+def above_threshold(rules: Iterable[Rule], sale: Sale) -> tuple[Rule, ...]:
+    """The 3-D Secure rules the sale must be authenticated for: a cardholder's own sale or preauth, in the
+    rule's currency, above its amount (a payment of exactly the amount is not above it)."""
+    if not sale.cardholder_payment:
+        return ()
+    return tuple(
+        rule
+        for rule in rules
+        if (t := rule.threshold) is not None and t.currency == sale.currency and sale.amount > t.amount
+    )
+
+
+def three_ds_mode(rules: Sequence[Rule]) -> Mode | None:
+    """How a payment above ``rules``' amounts is treated: an enforcing rule among them mandates a challenge
+    and filters it when the issuer offers no authentication; dry-run ones alone only count it (the payment
+    goes exactly as without them); None when there are none."""
+    if not rules:
+        return None
+    return Mode.ENFORCE if any(r.mode is Mode.ENFORCE for r in rules) else Mode.DRY_RUN
+
+
+def unauthenticated(rules: Sequence[Rule]) -> Verdict:
+    """The verdict on a payment whose issuer offered no authentication, by the 3-D Secure rules it is
+    above: the first enforcing one (in id order) filters it; every dry-run one would have."""
+    ordered = sorted(rules, key=lambda r: r.id)
+    enforcing = next((r for r in ordered if r.mode is Mode.ENFORCE), None)
+    return Verdict(enforcing, tuple(r for r in ordered if r.mode is Mode.DRY_RUN))

@@ -33,6 +33,14 @@ class ThreeDSPath(StrEnum):
         return self in (ThreeDSPath.METHOD_FRICTIONLESS, ThreeDSPath.METHOD_CHALLENGE)
 
 
+class ChallengeIndicator(StrEnum):
+    """What the gateway, as 3-D Secure requestor, asks of the issuer about a challenge (EMV 3DS AReq
+    ``threeDSRequestorChallengeInd``; the codes the schemes use)."""
+
+    NO_PREFERENCE = "01"
+    MANDATED = "04"  # a challenge is required: a risk rule's amount (docs/risk.md)
+
+
 class Step(StrEnum):
     """Where an authentication stands: waiting for the Method step, for the challenge's answer, or done."""
 

@@ -21,8 +21,11 @@ from sqlalchemy import Connection
 from kassa import metrics
 from kassa.clock import now_ms
 from kassa.core import authentication, outcomes
+from kassa.core import risk as core_risk
 from kassa.core.outbox import Queued
 from kassa.domain.lifecycle import Stage, is_final
+from kassa.domain.risk import Mode
+from kassa.domain.threeds_protocol import ChallengeIndicator
 from kassa.domain.transactions import Flow, TxType, rule
 from kassa.engine.callbacks import CallbackDispatcher
 from kassa.engine.polling import Consumer
@@ -173,9 +176,19 @@ class Worker(Consumer):
             work = dataclasses.replace(work, authentication=record)
         return work
 
-    async def _record(self, job: Job, work: AuthorizationWork, outcome: Outcome) -> None:
+    async def _record(
+        self, job: Job, work: AuthorizationWork, outcome: Outcome, also: Callable[[Connection], None] | None = None
+    ) -> None:
+        """Records ``outcome`` while this worker's lease on ``job`` holds, and with it what ``also`` writes."""
         lease = self.callbacks.lease() if self.callbacks is not None else None
-        recorded, queued = await self.db.write(lambda conn: self._recorded(conn, job, outcome, lease))
+
+        def record(conn: Connection) -> tuple[bool, Queued]:
+            recorded, queued = self._recorded(conn, job, outcome, lease)
+            if recorded and also is not None:
+                also(conn)
+            return recorded, queued
+
+        recorded, queued = await self.db.write(record)
         self._callbacks_queued(queued)
         if recorded:
             metrics.outcome(outcome.stage.value, outcome.error_code)
@@ -193,15 +206,20 @@ class Worker(Consumer):
         """Starts 3-D Secure when the issuer asks for it, and returns the stage it moved the transaction
         to (``3d_validated``: authorize now); ``processing`` when another worker took the job over; None
         when none started (not asked, or done already: authorize now). Only a cardholder's own payment is
-        authenticated: nobody could answer for a rebill or a charge."""
+        authenticated: nobody could answer for a rebill or a charge. A payment above an enforcing 3-D
+        Secure rule's amount asks the issuer for a challenge, and ends ``filtered`` when it offers no
+        authentication (``_unauthenticated``)."""
         if Stage(work.transaction["stage"]) is not Stage.PROCESSING:
             return None  # authenticated already (3d_validated): authorize now
         asked = authenticable(request)
         if asked is None:
             return None
-        path = await self.authenticator.path(asked)
+        marked = work.transaction.get("three_ds_rules")
+        mandated = marked == Mode.ENFORCE.value
+        challenge = ChallengeIndicator.MANDATED if mandated else ChallengeIndicator.NO_PREFERENCE
+        path = await self.authenticator.path(asked, challenge)
         if path is None:
-            return None
+            return None if marked is None else await self._unauthenticated(job, work)
         brand = work.card["brand"] if work.card is not None else None
         ttl_ms = int(self.config.session_ttl_seconds * 1000)
         _, checkout = tokens.new_token(self.vault)  # its URL is read back from the row when needed
@@ -220,6 +238,19 @@ class Worker(Consumer):
         if stage is not None and is_final(stage):  # rejected by the issuer: its callbacks are queued
             self._wake_callbacks()
         return Stage.PROCESSING if stage is None else stage  # lost the job: nothing more to do here
+
+    async def _unauthenticated(self, job: Job, work: AuthorizationWork) -> Stage | None:
+        """A payment above 3-D Secure rules' amounts whose issuer offered no authentication: ``filtered`` by
+        the first enforcing rule (recorded as any outcome, with the rules' hits; nothing goes to the
+        acquirer), or None, authorize now, when dry-run rules alone count it."""
+        order_id, tx_id = work.order["id"], job.transaction_id
+        verdict = await self.db.read_point(lambda conn: core_risk.unauthenticated(conn, tx_id))
+        hits = partial(core_risk.record_hits, order_id=order_id, verdict=verdict, now_ms=now_ms())
+        if verdict.filtered_by is None:
+            await self.db.write(hits)
+            return None
+        await self._record(job, work, core_risk.filtered(verdict.filtered_by), also=hits)
+        return Stage.FILTERED
 
     def _fenced(self, conn: Connection, job: Job, timer: Timer) -> int:
         """Runs ``timer`` while this worker's lease on ``job`` holds, deleting the job with it."""

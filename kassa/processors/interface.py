@@ -18,7 +18,7 @@ from typing import Protocol
 
 from kassa.domain.destinations import BankAccount, CardNumber, EWallet, Phone
 from kassa.domain.lifecycle import Stage
-from kassa.domain.threeds_protocol import ThreeDSPath
+from kassa.domain.threeds_protocol import ChallengeIndicator, ThreeDSPath
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,8 +178,12 @@ class Processors(Protocol):
 class Authenticator(Protocol):
     """The 3-D Secure side: the card's issuer (its ACS), reached through a directory server."""
 
-    async def path(self, request: CardholderRequest) -> ThreeDSPath | None:
-        """How the card's issuer wants the cardholder authenticated, or None (not enrolled: authorize now)."""
+    async def path(
+        self, request: CardholderRequest, challenge: ChallengeIndicator = ChallengeIndicator.NO_PREFERENCE
+    ) -> ThreeDSPath | None:
+        """How the card's issuer wants the cardholder authenticated, or None (it offers no authentication:
+        authorize now). ``challenge`` is the gateway's ask (the AReq's ``threeDSRequestorChallengeInd``): an
+        issuer that can authenticate the card challenges the cardholder when a challenge is mandated."""
 
     def ds_trans_id(self, version: str) -> str | None:
         """The id the directory server gives an authentication of protocol ``version`` as it passes it to

@@ -8,7 +8,7 @@ import base64
 import secrets
 import uuid
 
-from kassa.domain.threeds_protocol import VERSION_1, ThreeDSPath
+from kassa.domain.threeds_protocol import VERSION_1, ChallengeIndicator, ThreeDSPath
 from kassa.processors.interface import CardholderRequest
 from kassa.sandbox.triggers import Trigger, trigger_of
 
@@ -26,10 +26,17 @@ class SandboxIssuer:
     """The simulated issuers' ACS behind the gateway's 3-D Secure server, and the directory server that
     reaches them (``processors.interface.Authenticator``)."""
 
-    async def path(self, request: CardholderRequest) -> ThreeDSPath | None:
+    async def path(
+        self, request: CardholderRequest, challenge: ChallengeIndicator = ChallengeIndicator.NO_PREFERENCE
+    ) -> ThreeDSPath | None:
         """By the card's CVV2 (CONTRACT §9); a card sent without one is not authenticated."""
         cvv = request.card.cvv
-        return path_of(trigger_of(cvv)) if cvv else None
+        if not cvv:
+            return None
+        trigger = trigger_of(cvv)
+        if challenge is ChallengeIndicator.MANDATED:
+            return mandated_path_of(trigger)
+        return path_of(trigger)
 
     def ds_trans_id(self, version: str) -> str | None:
         """A new UUID, as EMV 3-D Secure 2.x directory servers give each authentication (``dsTransID``); a
@@ -50,6 +57,18 @@ class SandboxIssuer:
 def path_of(trigger: Trigger | None) -> ThreeDSPath | None:
     """How the issuer authenticates a card with this CVV2; None: not enrolled, authorize at once."""
     return None if trigger is None else _PATHS.get(trigger)
+
+
+def mandated_path_of(trigger: Trigger | None) -> ThreeDSPath | None:
+    """How the issuer authenticates a card with this CVV2 when a challenge is mandated: every card it would
+    let through unauthenticated, or frictionless, is challenged; 111 stays the card whose issuer offers no
+    3-D Secure at all; an attempt (325) or a rejection (326) stays what it is."""
+    if trigger is Trigger.APPROVE_WITHOUT_3DS:
+        return None
+    found = path_of(trigger)
+    if found is None:
+        return ThreeDSPath.CHALLENGE
+    return ThreeDSPath.METHOD_CHALLENGE if found is ThreeDSPath.METHOD_FRICTIONLESS else found
 
 
 def eci(trans_status: str, brand: str | None) -> str | None:

@@ -89,7 +89,7 @@ def search(conn: Connection, wanted: Search, before_id: int | None = None, limit
         select(orders.c.id).where(*conditions).order_by(orders.c.created_at_ms.desc(), orders.c.id.desc()).limit(limit)
     )
     ids = list(conn.execute(query).scalars())
-    return _details(conn, ids)
+    return details(conn, ids)
 
 
 def _conditions(conn: Connection, wanted: Search) -> list[ColumnElement[bool]] | None:
@@ -146,7 +146,7 @@ def _amount_conditions(low: Decimal | None, high: Decimal | None) -> list[Column
     return [or_(*groups)]
 
 
-def _details(conn: Connection, ids: Sequence[int]) -> list[Found]:
+def details(conn: Connection, ids: Sequence[int]) -> list[Found]:
     """The listed columns of the page's orders, with their card, merchant and latest transaction."""
     if not ids:
         return []

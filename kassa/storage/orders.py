@@ -29,6 +29,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from kassa.domain.lifecycle import Stage, stages_of_status
 from kassa.domain.orders import OrderState, TxRecord
+from kassa.domain.risk import Mode
 from kassa.domain.transactions import TxType
 from kassa.storage import browser_sessions
 from kassa.storage.browser_sessions import SessionKind
@@ -94,6 +95,7 @@ class Started:
     job: Job | None = None  # the processing job, written leased (``NewOrder.lease``)
     card_id: int | None = None  # the card written with the order
     decided: bool = False  # ended at once as it was opened (a risk rule filtered it): its callbacks queued
+    three_ds_rules: Mode | None = None  # above 3-D Secure rules' amounts (``transactions.three_ds_rules``)
 
 
 def _values(*columns: str) -> dict[str, BindParameter[Any]]:
@@ -476,12 +478,16 @@ def _transaction_query(parts: Sequence[tuple[str, Iterable[Column[Any]]]], *, wi
     return Joined(select(*columns).select_from(joined).where(transactions.c.id == bindparam("tx_id")))
 
 
-# What a processor is given (``processors.interface.Request``), read by a worker for every transaction: 18
+# What a processor is given (``processors.interface.Request``), read by a worker for every transaction: 19
 # columns rather than every column of four tables.
+_AUTHORIZED_TRANSACTION = ("stage", "serial_number", "tx_type", "amount", "currency", "three_ds_rules")
 _AUTHORIZED_ORDER = ("id", "merchant_id", "endpoint_id", "card_ref_id", "recurring_payment_id")
 _AUTHORIZATION = _transaction_query(
     (
-        ("t_", [transactions.c[n] for n in ("stage", "serial_number", "tx_type", "amount", "currency")]),
+        (
+            "t_",
+            [transactions.c[n] for n in ("stage", "serial_number", "tx_type", "amount", "currency", "three_ds_rules")],
+        ),
         ("o_", [*(orders.c[n] for n in _AUTHORIZED_ORDER), endpoints.c.descriptor]),
         ("c_", [cards.c[n] for n in ("id", "brand", "pan_ciphertext", "exp_month", "exp_year", "holder_name")]),
     ),

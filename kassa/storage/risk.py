@@ -24,13 +24,24 @@ from kassa.domain.risk import (
     Rule,
     RuleError,
     Tally,
+    Threshold,
     Velocity,
     describe_window,
     window_start,
 )
 from kassa.storage.merchants import NotFound
 from kassa.storage.prepared import Prepared, Record
-from kassa.storage.tables import cards, endpoints, merchants, orders, risk_hits, risk_rules, risk_velocity
+from kassa.storage.tables import (
+    cards,
+    endpoints,
+    merchants,
+    orders,
+    risk_hits,
+    risk_rules,
+    risk_three_ds,
+    risk_velocity,
+    transactions,
+)
 
 RuleRow = tuple[Any, ...]  # a rule's row as read, every column: equal rows are the same rule
 
@@ -45,6 +56,7 @@ class NewRule:
     velocity: Velocity | None
     note: str
     created_by: str
+    threshold: Threshold | None = None
 
 
 def scope_of(conn: Connection, merchant_login: str | None, endpoint_id: int | None) -> tuple[int | None, int | None]:
@@ -75,7 +87,8 @@ def cards_of_orders(conn: Connection, order_ids: Sequence[int]) -> list[str]:
 
 
 def create(conn: Connection, new: NewRule, now_ms: int) -> int:
-    v = new.velocity
+    """A rule stored: a limit's settings, or a 3-D Secure rule's amount and currency, in the same columns."""
+    v, t = new.velocity, new.threshold
     values = {
         "kind": new.kind.value,
         "mode": new.mode.value,
@@ -83,9 +96,9 @@ def create(conn: Connection, new: NewRule, now_ms: int) -> int:
         "endpoint_id": new.endpoint_id,
         "entries": orjson.dumps(list(new.entries)).decode(),
         "per": v.per.value if v else None,
-        "limit_value": v.limit if v else None,
+        "limit_value": v.limit if v else t.amount if t else None,
         "window_ms": v.window_ms if v else None,
-        "currency": v.currency if v else None,
+        "currency": v.currency if v else t.currency if t else None,
         "note": new.note,
         "created_by": new.created_by,
         "created_at_ms": now_ms,
@@ -170,17 +183,20 @@ def enabled_rules(conn: Connection, known: Mapping[RuleRow, Rule]) -> dict[RuleR
 
 
 def rule_of(row: Record) -> Rule:
-    velocity = None
+    kind, velocity, threshold = Kind(row["kind"]), None, None
     if row["per"] is not None:
         velocity = Velocity(Per(row["per"]), row["limit_value"], row["window_ms"], row["currency"])
+    elif kind is Kind.THREE_DS:
+        threshold = Threshold(row["limit_value"], row["currency"])
     return Rule(
         id=row["id"],
-        kind=Kind(row["kind"]),
+        kind=kind,
         mode=Mode(row["mode"]),
         merchant_id=row["merchant_id"],
         endpoint_id=row["endpoint_id"],
         entries=tuple(orjson.loads(row["entries"])),
         velocity=velocity,
+        threshold=threshold,
     )
 
 
@@ -256,9 +272,48 @@ def count_sales(conn: Connection, counted: Sequence[tuple[int, str, int]], amoun
 
 
 def record_hits(conn: Connection, order_id: int, hits: Sequence[tuple[int, bool]], now_ms: int) -> None:
-    """The rules (id, dry-run) that filtered the order or would have."""
+    """The rules (id, dry-run) that filtered the order or would have; a hit recorded before (a worker's job
+    run again) is kept as it was."""
     rows = [{"rule_id": r, "order_id": order_id, "dry_run": dry, "at_ms": now_ms} for r, dry in hits]
-    conn.execute(insert(risk_hits), rows)
+    dialect_insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
+    conn.execute(dialect_insert(risk_hits).on_conflict_do_nothing(), rows)
+
+
+def mark_three_ds(conn: Connection, transaction_id: int, rules: Sequence[Rule], mode: Mode) -> None:
+    """The 3-D Secure rules a first authorization is above, and how they treat it (``three_ds_mode``)."""
+    conn.execute(insert(risk_three_ds), [{"transaction_id": transaction_id, "rule_id": r.id} for r in rules])
+    conn.execute(update(transactions).where(transactions.c.id == transaction_id).values(three_ds_rules=mode.value))
+
+
+def three_ds_rules_of(conn: Connection, transaction_id: int) -> tuple[Rule, ...]:
+    """The 3-D Secure rules the transaction was marked for as its order was opened, in id order."""
+    query = (
+        select(risk_rules)
+        .join(risk_three_ds, risk_three_ds.c.rule_id == risk_rules.c.id)
+        .where(risk_three_ds.c.transaction_id == transaction_id)
+        .order_by(risk_rules.c.id)
+    )
+    return tuple(rule_of(dict(row)) for row in conn.execute(query).mappings())
+
+
+FILTERED_PAGE = 50
+
+
+def filtered_orders(conn: Connection, rule_id: int, before_order_id: int | None = None) -> list[tuple[int, int]]:
+    """The orders the rule filtered (or in dry-run would have), most recent first, as (order id, when):
+    ``FILTERED_PAGE`` of them and one more (there are older ones), older than ``before_order_id``'s when
+    given. Read along ``ix_risk_hits_rule_time``."""
+    h = risk_hits.c
+    conditions = [h.rule_id == rule_id]
+    if before_order_id is not None:
+        at = conn.execute(select(h.at_ms).where(h.rule_id == rule_id, h.order_id == before_order_id)).scalar()
+        if at is None:
+            return []
+        conditions += [h.at_ms <= at, or_(h.at_ms < at, h.order_id < before_order_id)]
+    query = (select(h.order_id, h.at_ms).where(*conditions).order_by(h.at_ms.desc(), h.order_id.desc())).limit(
+        FILTERED_PAGE + 1
+    )
+    return [(int(row[0]), int(row[1])) for row in conn.execute(query)]
 
 
 def filtered_by(conn: Connection, order_id: int) -> int | None:
@@ -325,6 +380,7 @@ def described(row: Record) -> dict[str, Any]:
     if found.velocity is not None:
         v = found.velocity
         limit = {"per": v.per.value, "limit": v.limit, "window": describe_window(v.window_ms), "currency": v.currency}
+    t = found.threshold
     return {
         "id": found.id,
         "kind": found.kind.value,
@@ -334,6 +390,7 @@ def described(row: Record) -> dict[str, Any]:
         "endpoint_id": found.endpoint_id,
         "entry_count": len(found.entries),
         "limit": limit,
+        "three_ds_above": None if t is None else {"amount": t.amount, "currency": t.currency},
         "error_code": found.error_code,
         "note": row["note"],
         "created_by": row["created_by"],

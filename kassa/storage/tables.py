@@ -259,6 +259,10 @@ transactions = Table(
     Column("created_at_ms", BigInteger, nullable=False),
     Column("updated_at_ms", BigInteger, nullable=False),
     Column("settled_at_ms", BigInteger),
+    # A first authorization above a 3-D Secure rule's amount (``risk_three_ds`` names the rules): enforce,
+    # the issuer is asked for a challenge and the payment is filtered when it offers no authentication;
+    # dry-run, it is only counted then (migration 0030).
+    Column("three_ds_rules", String(16)),
     Index("ix_transactions_order", "order_id", "id"),
     # Transactions by stage and type in id order: settlement's unsettled money and the open authorizations
     # that may expire, read in batches by id.
@@ -682,8 +686,9 @@ chargebacks = Table(
     sqlite_autoincrement=True,
 )
 
-# Risk rules (docs/risk.md): block lists and velocity limits screening an endpoint's or a merchant's first
-# authorizations as their orders are opened. A rule is disabled, never deleted: orders name it.
+# Risk rules (docs/risk.md): block lists, velocity limits and 3-D Secure amounts screening an endpoint's or
+# a merchant's first authorizations as their orders are opened. A rule is disabled, never deleted: orders
+# name it.
 risk_rules = Table(
     "risk_rules",
     metadata,
@@ -694,9 +699,9 @@ risk_rules = Table(
     Column("endpoint_id", ForeignKey("endpoints.id")),
     Column("entries", Text, nullable=False, default="[]"),  # a block list's, JSON
     Column("per", String(16)),  # a limit's: card, email, ip
-    Column("limit_value", BigInteger),  # sales (count) or minor units (sum)
+    Column("limit_value", BigInteger),  # sales (count), minor units (sum, or the amount of three-ds-above)
     Column("window_ms", BigInteger),
-    Column("currency", String(3)),  # a sum's
+    Column("currency", String(3)),  # a sum's, a three-ds-above's
     Column("note", String(200), nullable=False, default=""),
     Column("created_by", String(254), nullable=False),
     Column("created_at_ms", BigInteger, nullable=False),
@@ -727,4 +732,13 @@ risk_hits = Table(
     Column("at_ms", BigInteger, nullable=False),
     Index("ix_risk_hits_rule_time", "rule_id", "at_ms"),
     Index("ix_risk_hits_order", "order_id"),
+)
+
+# The 3-D Secure rules whose amount a first authorization is above, marked as its order is opened: the
+# worker reads them when the card's issuer offers no authentication (``transactions.three_ds_rules``).
+risk_three_ds = Table(
+    "risk_three_ds",
+    metadata,
+    Column("transaction_id", ForeignKey("transactions.id"), primary_key=True),
+    Column("rule_id", ForeignKey("risk_rules.id"), primary_key=True),
 )

@@ -1,6 +1,8 @@
 """Risk rules seen by a merchant (CONTRACT §16): a sale a rule refuses is answered ``async-response`` as
 any other, ends ``filtered`` with the kind's error-code and the limit named, is called back, and reaches
-no acquirer; a velocity limit holds across gateway processes sharing one database."""
+no acquirer; a velocity limit holds across gateway processes sharing one database; above a 3-D Secure
+rule's amount the issuer is asked for a challenge, and a cardholder's payment it does not authenticate is
+filtered."""
 
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ import httpx
 import pytest
 
 from kassa.processors.iso8583.dialect import Kind as MessageKind
+from tests.api.test_card_refs import make_rebill, stored_card
 from tests.api.test_payouts import CARD, outcome, payout
+from tests.pages.test_threeds_merchant_hosted import through_acs, upload
 from tests.support.acquirer_host import host_on_a_thread, iso_connection
 from tests.support.balances import available, credit
 from tests.support.gateway import TLS, Gateway, Merchant, free_port, new_merchant
@@ -108,3 +112,101 @@ def test_a_hosted_forms_sale_is_screened_when_its_card_is_collected(merchant: Me
     assert (final["status"], final["error-code"]) == ("filtered", "4002")
     checkout = httpx.get(submitted.headers["location"], verify=TLS, timeout=30)
     assert checkout.status_code == 200 and "filtered" in checkout.text  # the final redirect to the shop
+
+
+def _three_ds_above(merchant: Merchant, amount: str, currency: str = "USD", *extra: str) -> int:
+    return _rule(merchant, "--kind", "three-ds-above", "--amount", amount, "--currency", currency, *extra)
+
+
+def test_above_the_amount_a_card_its_issuer_does_not_authenticate_is_filtered_and_sends_nothing(
+    merchant: Merchant,
+) -> None:
+    with host_on_a_thread() as host:
+        iso_connection(merchant, host)
+        rule_id = _three_ds_above(merchant, "1000")
+        with running(Receiver(free_port())) as receiver:
+            above = merchant.sale("rr-3ds-1", cvv2="111", amount="10.01", server_callback_url=receiver.url)
+            assert above.json()["type"] == "async-response"
+            final = merchant.wait_final(above.json()["paynet-order-id"])
+            assert (final["status"], final["order-stage"], final["error-code"]) == ("filtered", "sale_filtered", "4201")
+            assert final["error-message"] == (
+                f"Refused by risk rule {rule_id}: 3-D Secure is required above 1000 USD minor units"
+                " and the card's issuer offered no authentication"
+            )
+            [callback] = receiver.wait_for(1)
+            assert callback.query["status"] == "filtered"
+        at_the_amount = merchant.sale("rr-3ds-2", cvv2="111", amount="10.00", credit_card_number="5555555555554444")
+        assert merchant.wait_final(at_the_amount.json()["paynet-order-id"])["status"] == "approved"
+        assert _card_messages(host) == ["5555555555554444"]
+    shown = merchant.gateway.cli("order", "show", above.json()["paynet-order-id"])
+    assert shown["filtered_by_rule"] == rule_id
+    assert merchant.gateway.cli("rule", "show", str(rule_id))["filtered"] == {"last_day": 1, "last_30_days": 1}
+
+
+@pytest.mark.parametrize("cvv2", ["123", "321"])
+def test_above_the_amount_a_card_its_issuer_can_authenticate_is_challenged_and_approved(
+    merchant: Merchant, cvv2: str
+) -> None:
+    rule_id = _three_ds_above(merchant, "1000")
+    client_orderid = f"rr-3ds-c-{cvv2}"
+    order = merchant.sale(client_orderid, cvv2=cvv2, redirect_url="https://shop.example/back").json()
+    challenge = merchant.wait_stage(order["paynet-order-id"], leaving="sale_processing")
+    assert challenge["order-stage"] == "sale_3d_validating", challenge  # the issuer was asked for a challenge
+    back = through_acs(challenge)
+    done = upload(merchant, "upload-cres-result", order["paynet-order-id"], client_orderid, cres=back.fields["cres"])
+    assert done.json()["type"] == "async-response", done.text
+    assert merchant.wait_final(order["paynet-order-id"])["status"] == "approved"
+    assert merchant.gateway.cli("rule", "show", str(rule_id))["filtered"] == {"last_day": 0, "last_30_days": 0}
+
+
+def test_attempted_authentication_passes_a_three_ds_rule(merchant: Merchant) -> None:
+    _three_ds_above(merchant, "1000")
+    attempted = merchant.sale("rr-3ds-a", cvv2="325")
+    assert merchant.wait_final(attempted.json()["paynet-order-id"])["status"] == "approved"
+
+
+def test_below_the_amount_or_in_another_currency_a_three_ds_rule_compares_nothing(merchant: Merchant) -> None:
+    _three_ds_above(merchant, "5000")
+    _three_ds_above(merchant, "100", "EUR")  # the merchant sells in USD
+    below = merchant.sale("rr-3ds-b", cvv2="111", amount="49.99")
+    assert merchant.wait_final(below.json()["paynet-order-id"])["status"] == "approved"
+    plain = merchant.sale("rr-3ds-p", cvv2="123", amount="49.99")  # asked no challenge: approved at once
+    assert merchant.wait_final(plain.json()["paynet-order-id"])["status"] == "approved"
+
+
+def test_a_rebill_above_the_amount_is_not_filtered(merchant: Merchant) -> None:
+    ref = stored_card(merchant)  # 4111 1111 1111 1111: the sandbox decides a rebill by its last digits, 111
+    _three_ds_above(merchant, "1000")
+    rebill = make_rebill(merchant, "rr-3ds-r", ref, "50.00")
+    assert merchant.wait_final(rebill.json()["paynet-order-id"])["status"] == "approved"
+
+
+def test_a_dry_run_three_ds_rule_counts_what_it_would_filter_and_filters_nothing(merchant: Merchant) -> None:
+    rule_id = _three_ds_above(merchant, "1000", "USD", "--dry-run")
+    counted = merchant.sale("rr-3ds-d", cvv2="111")
+    assert merchant.wait_final(counted.json()["paynet-order-id"])["status"] == "approved"
+    # No challenge is asked in dry run: the payment goes as without the rule, approved unauthenticated, and
+    # is counted too (enforced, its issuer would have been asked to challenge).
+    plain = merchant.sale("rr-3ds-d2", cvv2="123")
+    assert merchant.wait_final(plain.json()["paynet-order-id"])["status"] == "approved"
+    authenticated = merchant.sale("rr-3ds-d3", cvv2="325")
+    assert merchant.wait_final(authenticated.json()["paynet-order-id"])["status"] == "approved"
+    below = merchant.sale("rr-3ds-d4", cvv2="111", amount="10.00")
+    assert merchant.wait_final(below.json()["paynet-order-id"])["status"] == "approved"
+    assert merchant.gateway.cli("rule", "show", str(rule_id))["filtered"] == {"last_day": 2, "last_30_days": 2}
+    assert merchant.gateway.cli("order", "show", counted.json()["paynet-order-id"])["filtered_by_rule"] is None
+
+
+def test_a_hosted_forms_sale_above_the_amount_is_filtered_when_its_issuer_does_not_authenticate(
+    merchant: Merchant,
+) -> None:
+    _three_ds_above(merchant, "1000")
+    data = merchant.sale_fields("rr-3ds-form")
+    for card_field in ("credit_card_number", "card_printed_name", "expire_month", "expire_year", "cvv2"):
+        del data[card_field]
+    opened = merchant.gateway.post(f"/api/v2/sale-form/{merchant.endpoint_id}", data).json()
+    card = {"cc-number": "4111 1111 1111 1111", "cc-name": "Jane Doe", "cc-exp": "12/30", "cc-csc": "111"}
+    submitted = httpx.post(opened["redirect-url"], data=card, verify=TLS, timeout=30)
+    assert submitted.status_code == 303, submitted.text
+    final = merchant.wait_final(opened["paynet-order-id"])
+    assert (final["status"], final["error-code"]) == ("filtered", "4201")

@@ -1,10 +1,12 @@
 """Every page the navigation leads to, walked as an admin: it answers, names each field, masks every card
 number, and (in Chromium, at a laptop's and a phone's width) renders without a CSP violation or a script
-error. ``make screenshots`` keeps the Chromium pictures in docs/screenshots/."""
+error. ``make screenshots`` keeps the Chromium pictures in docs/screenshots/, with risk rules that filtered
+orders and open disputes to show."""
 
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
@@ -12,8 +14,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser
 
+from tests.console.test_disputes import charge_back
 from tests.support.console import ConsoleClient, Login, sign_in_page
-from tests.support.gateway import Gateway, Merchant
+from tests.support.gateway import Gateway, Merchant, new_merchant
 
 _NAV = re.compile(r'<nav aria-label="Sections">(.*?)</nav>', re.S)
 _LINK = re.compile(r'href="(/[^"]*)"')
@@ -62,12 +65,37 @@ def test_every_section_answers_with_labelled_fields_and_no_full_card_number(
         assert not _FULL_PAN.search(answer.text), path
 
 
+@pytest.fixture(scope="module")
+def something_to_show(shared_gateway: Gateway) -> int:
+    """Risk rules that filtered orders, and open disputes, so that their pages show what they are for; the
+    id of the rule that filtered most."""
+    shop = new_merchant(shared_gateway, f"shop-{uuid.uuid4().hex[:8]}")
+    scope = ("--endpoint", str(shop.endpoint_id))
+    listed = shared_gateway.cli(
+        "rule", "create", "--kind", "email", *scope, "--value", "fraud@example.com", "--value", "mule@example.net",
+        "--note", "addresses of the chargebacks of March",
+    )  # fmt: skip
+    shared_gateway.cli("rule", "create", "--kind", "count", *scope, "--per", "card", "--limit", "5", "--window", "1h")
+    shared_gateway.cli("rule", "create", "--kind", "three-ds-above", *scope, "--amount", "20000", "--currency", "USD")
+    shared_gateway.cli(
+        "rule", "create", "--kind", "bin", "--merchant", shop.login, "--value", "400000-400099", "--dry-run"
+    )
+    for n, email in enumerate(["fraud@example.com", "mule@example.net", "fraud@example.com"]):
+        shop.sale(f"shown-{n}", email=email)
+    unauthenticated = shop.sale("shown-3ds", cvv2="111", amount="250.00").json()["paynet-order-id"]
+    assert shop.wait_final(unauthenticated)["status"] == "filtered"
+    charge_back(shop, "10.42", "10.4", days_ago=12)
+    charge_back(shop, "5.00", "4853", days_ago=3)
+    return int(listed["id"])
+
+
 @pytest.mark.parametrize(("width", "height", "suffix"), [(1280, 800, ""), (390, 844, "-phone")])
 def test_every_section_renders_in_chromium_without_a_policy_violation(
     browser: Browser,
     shared_gateway: Gateway,
     operator_of: Callable[..., Login],
     screenshots: Path,
+    something_to_show: int,
     width: int,
     height: int,
     suffix: str,
@@ -84,5 +112,8 @@ def test_every_section_renders_in_chromium_without_a_policy_violation(
         page.wait_for_load_state("networkidle")
         name = "overview" if path == "/" else path.strip("/").replace("/", "-")
         page.screenshot(path=str(screenshots / f"console-{name}{suffix}.png"), full_page=True)
+    page.goto(f"{shared_gateway.console}/rules/{something_to_show}")  # a rule's page, with its orders
+    page.wait_for_load_state("networkidle")
+    page.screenshot(path=str(screenshots / f"console-rule{suffix}.png"), full_page=True)
     context.close()
     assert problems == []

@@ -5,6 +5,7 @@ changes nothing."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from tests.support.console import ConsoleClient
@@ -112,3 +113,45 @@ def test_an_admin_adds_and_removes_a_block_lists_entries_and_each_change_is_audi
     assert console_as("viewer").post(path, {"add": "d@x.io"}).status_code == 403
     assert gateway.cli("rule", "show", str(rule["id"]))["entries"] == ["b@x.io", "c@x.io"]
     assert _audited(gateway, rule["id"]) == ["rule.create", "rule.entries"]
+
+
+def test_a_rules_page_lists_the_orders_it_filtered_most_recent_first_a_page_at_a_time(
+    console_as: Callable[[str], ConsoleClient], merchant: Merchant
+) -> None:
+    rule = merchant.gateway.cli(
+        "rule", "create", "--kind", "email", "--endpoint", str(merchant.endpoint_id), "--value", "fraud@example.com"
+    )
+    passed = merchant.sale("con-o-passed").json()["paynet-order-id"]
+    filtered = [merchant.sale(f"con-o-{n}", email="fraud@example.com").json()["paynet-order-id"] for n in range(51)]
+    assert merchant.wait_final(filtered[-1])["status"] == "filtered"
+    viewer = console_as("viewer")
+    page = viewer.get(f"/rules/{rule['id']}").text
+    listed = re.findall(r'<tr data-order="(\d+)">', page)
+    assert listed == filtered[::-1][:50]  # the most recent first, a page of 50
+    assert passed not in listed
+    assert f'<a href="/orders/{filtered[-1]}">{filtered[-1]}</a>' in page
+    assert "51 in the last day, 51 in the last 30 days" in page
+    older = re.search(rf'href="/rules/{rule["id"]}\?before=(\d+)">Older orders', page)
+    assert older is not None and older[1] == listed[-1]
+    rest = viewer.get(f"/rules/{rule['id']}", before=older[1]).text
+    assert re.findall(r'<tr data-order="(\d+)">', rest) == [filtered[0]]
+    assert "Older orders" not in rest and "con-o-0" in rest
+
+
+def test_an_admin_creates_a_three_ds_rule_and_its_page_says_what_it_requires(
+    console_as: Callable[[str], ConsoleClient], merchant: Merchant
+) -> None:
+    admin = console_as("admin")
+    fields = {"kind": "three-ds-above", "endpoint": str(merchant.endpoint_id), "amount": "50000", "currency": "usd"}
+    created = admin.post("/rules", fields, from_page="/rules")
+    assert created.status_code == 303, created.text
+    rule_id = created.headers["location"].rsplit("/", 1)[1]
+    shown = merchant.gateway.cli("rule", "show", rule_id)
+    assert (shown["kind"], shown["three_ds_above"]) == ("three-ds-above", {"amount": 50000, "currency": "USD"})
+    page = admin.get(f"/rules/{rule_id}").text
+    assert "above 50000 minor units (500.00 USD)" in page and "<code>4201</code>" in page
+    listing = admin.get("/rules").text
+    assert "3-D Secure above 500.00 USD" in listing
+    assert '<textarea id="r-values" name="values" rows="4" spellcheck="false" autocomplete="off"></textarea>' in listing
+    refused = admin.post("/rules", {**fields, "currency": ""}, from_page="/rules")
+    assert refused.status_code == 400 and "--currency is required" in refused.text

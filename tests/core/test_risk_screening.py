@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 
 from kassa.core import risk
 from kassa.core.opening import open_order
+from kassa.domain import risk as risk_domain
 from kassa.domain.merchants import Mode as MerchantMode
 from kassa.domain.risk import Kind, Mode, Per, Velocity
 from kassa.domain.transactions import TxType
@@ -233,3 +234,40 @@ def test_pruning_deletes_the_counts_out_of_the_window_and_all_of_a_disabled_rule
     db.write_sync(lambda conn: risk_store.disable(conn, daily, 5))
     assert db.write_sync(lambda conn: risk_store.prune(conn, 1_000_000 + 3_600_000)) == 1
     assert _count(db, risk_velocity) == 1
+
+
+def _three_ds_rule(db: Database, shop: tuple[int, int], amount: int, mode: Mode = Mode.ENFORCE) -> int:
+    new = risk_store.NewRule(
+        Kind.THREE_DS, mode, shop[0], None, (), None, "", "cli:test", risk_domain.Threshold(amount, "USD")
+    )
+    return db.write_sync(lambda conn: risk_store.create(conn, new, 0))
+
+
+def test_a_sale_above_a_three_ds_rules_amount_goes_on_marked_with_it(db: Database, shop: tuple[int, int]) -> None:
+    enforcing, dry = _three_ds_rule(db, shop, 1000), _three_ds_rule(db, shop, 500, Mode.DRY_RUN)
+    above = _open(db, _sale(shop, "o-above", amount=1001))
+    assert not above.decided and above.three_ds_rules is Mode.ENFORCE
+    assert _transaction(db, above)["three_ds_rules"] == "enforce"
+    assert _count(db, jobs, transaction_id=above.transaction_id) == 1  # the worker asks the issuer
+    marked = db.read_sync(lambda conn: risk_store.three_ds_rules_of(conn, above.transaction_id))
+    assert [r.id for r in marked] == [enforcing, dry]
+    between = _open(db, _sale(shop, "o-between", amount=1000))
+    assert between.three_ds_rules is Mode.DRY_RUN and _transaction(db, between)["three_ds_rules"] == "dry-run"
+    below = _open(db, _sale(shop, "o-below", amount=500))
+    assert below.three_ds_rules is None and _transaction(db, below)["three_ds_rules"] is None
+    assert db.read_sync(lambda conn: risk_store.hit_counts(conn, enforcing, 0)) == 0  # nothing filtered yet
+
+
+def test_a_rebill_above_a_three_ds_rules_amount_is_not_marked(db: Database, shop: tuple[int, int]) -> None:
+    first = _open(db, _sale(shop, "o-1"))
+    _three_ds_rule(db, shop, 100)
+    rebill = dataclasses.replace(_sale(shop, "r-1", amount=5000), card=None, card_id=first.card_id, card_ref_id=7)
+    assert _open(db, rebill).three_ds_rules is None
+
+
+def test_a_sale_a_block_list_filters_is_not_marked(db: Database, shop: tuple[int, int]) -> None:
+    _three_ds_rule(db, shop, 100)
+    _rule(db, shop, Kind.CARD, FINGERPRINT)
+    filtered = _open(db, _sale(shop, "o-1", amount=5000))
+    assert filtered.decided and filtered.three_ds_rules is None
+    assert _transaction(db, filtered)["three_ds_rules"] is None

@@ -7,6 +7,7 @@ import pytest
 
 from kassa.domain import risk
 from kassa.domain.risk import Kind, Mode, Per, Rule, RuleError, Sale, Tally, Velocity
+from kassa.domain.transactions import TxType
 
 CARD = "ab" * 32
 
@@ -194,3 +195,73 @@ def test_ten_thousand_entries_are_looked_up_without_a_scan() -> None:
     rule = block(Kind.BIN, *entries)
     assert rule.listed(sale(bin="419998"))
     assert not rule.listed(sale(bin="419999"))
+
+
+def three_ds(rule_id: int, amount: int, currency: str = "EUR", mode: Mode = Mode.ENFORCE) -> Rule:
+    return Rule(rule_id, Kind.THREE_DS, mode, merchant_id=1, threshold=risk.Threshold(amount, currency))
+
+
+def test_a_three_ds_rule_holds_a_cardholders_payment_above_its_amount_in_its_currency_only() -> None:
+    rule = three_ds(8, 50000)
+    assert risk.above_threshold([rule], sale(amount=50001, cardholder_payment=True)) == (rule,)
+    assert risk.above_threshold([rule], sale(amount=50000, cardholder_payment=True)) == ()
+    assert risk.above_threshold([rule], sale(amount=90000, currency="USD", cardholder_payment=True)) == ()
+    assert risk.above_threshold([rule], sale(amount=90000, cardholder_payment=False)) == ()
+
+
+def test_other_kinds_are_not_three_ds_rules() -> None:
+    limit = Rule(4, Kind.SUM, Mode.ENFORCE, merchant_id=1, velocity=Velocity(Per.EMAIL, 5000, 86_400_000, "EUR"))
+    assert risk.above_threshold([limit, block(Kind.BIN, "411111")], sale(amount=90000, cardholder_payment=True)) == ()
+
+
+def test_sales_and_preauths_the_cardholder_makes_are_compared_and_nothing_else() -> None:
+    assert risk.cardholder_payment(TxType.SALE, merchant_initiated=False)
+    assert risk.cardholder_payment(TxType.PREAUTH, merchant_initiated=False)
+    assert not risk.cardholder_payment(TxType.SALE, merchant_initiated=True)  # a rebill, a recurring charge
+    for other in (TxType.PAYOUT, TxType.TRANSFER, TxType.DEPOSIT_TRANSFER, TxType.ACCOUNT_VERIFICATION):
+        assert not risk.cardholder_payment(other, merchant_initiated=False), other
+
+
+def test_an_enforcing_three_ds_rule_mandates_a_challenge_and_dry_run_ones_alone_do_not() -> None:
+    enforcing, dry = three_ds(8, 100), three_ds(9, 100, mode=Mode.DRY_RUN)
+    assert risk.three_ds_mode([dry, enforcing]) is Mode.ENFORCE
+    assert risk.three_ds_mode([dry]) is Mode.DRY_RUN
+    assert risk.three_ds_mode([]) is None
+
+
+def test_an_unauthenticated_payment_is_filtered_by_the_first_enforcing_rule_and_counted_by_dry_run_ones() -> None:
+    first, second, dry = three_ds(8, 100), three_ds(5, 200), three_ds(9, 100, mode=Mode.DRY_RUN)
+    assert risk.unauthenticated([first, dry, second]) == risk.Verdict(second, (dry,))
+    assert risk.unauthenticated([dry]) == risk.Verdict(None, (dry,))
+
+
+def test_a_three_ds_rules_message_names_its_amount() -> None:
+    assert three_ds(8, 50000).error_message() == (
+        "Refused by risk rule 8: 3-D Secure is required above 50000 EUR minor units"
+        " and the card's issuer offered no authentication"
+    )
+    assert three_ds(8, 50000).error_code == "4201"
+
+
+def test_a_three_ds_rule_needs_an_amount_and_a_known_currency() -> None:
+    assert risk.checked_threshold(Kind.THREE_DS, 50000, " eur") == risk.Threshold(50000, "EUR")
+    assert risk.checked_threshold(Kind.THREE_DS, 0, "JPY") == risk.Threshold(0, "JPY")
+    with pytest.raises(RuleError, match="--amount"):
+        risk.checked_threshold(Kind.THREE_DS, None, "EUR")
+    with pytest.raises(RuleError, match="--amount"):
+        risk.checked_threshold(Kind.THREE_DS, -1, "EUR")
+    with pytest.raises(RuleError, match="--currency is required"):
+        risk.checked_threshold(Kind.THREE_DS, 50000, None)
+    with pytest.raises(RuleError, match="--currency: 'EUX'"):
+        risk.checked_threshold(Kind.THREE_DS, 50000, "eux")
+    with pytest.raises(RuleError, match="--amount is for a three-ds-above rule"):
+        risk.checked_threshold(Kind.SUM, 50000, "EUR")
+    assert risk.checked_threshold(Kind.SUM, None, "EUR") is None
+
+
+def test_a_three_ds_rule_takes_a_currency_but_no_limit() -> None:
+    assert risk.checked_velocity(Kind.THREE_DS, None, None, None, "EUR") is None
+    with pytest.raises(RuleError, match="--per, --limit and --window are for limits"):
+        risk.checked_velocity(Kind.THREE_DS, None, 5, None, "EUR")
+    with pytest.raises(RuleError, match="--currency is for sum limits"):
+        risk.checked_velocity(Kind.BIN, None, None, None, "EUR")

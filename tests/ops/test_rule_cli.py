@@ -133,3 +133,25 @@ def test_entries_are_added_to_and_removed_from_a_block_list_each_change_audited(
         ("rule.entries", ["+cardholder@example.com"]),
         ("rule.entries", ["-cardholder@example.com"]),
     ]
+
+
+def test_a_three_ds_rule_is_created_with_its_amount_and_currency_and_listed_with_them(merchant: Merchant) -> None:
+    gateway, scope = merchant.gateway, ("--merchant", merchant.login)
+    created = gateway.cli(
+        "rule", "create", "--kind", "three-ds-above", *scope, "--amount", "50000", "--currency", "eur", "--dry-run"
+    )
+    assert (created["kind"], created["mode"], created["error_code"]) == ("three-ds-above", "dry-run", "4201")
+    assert created["three_ds_above"] == {"amount": 50000, "currency": "EUR"}
+    assert (created["limit"], created["entry_count"]) == (None, 0)
+    [listed] = [r for r in gateway.cli("rule", "list") if r["id"] == created["id"]]
+    assert listed["three_ds_above"] == {"amount": 50000, "currency": "EUR"}
+    human = cli_run(gateway, "rule", "show", str(created["id"])).stdout
+    assert "three-ds-above\tdry-run" in human and "3-D Secure required above 50000 EUR minor units" in human
+    assert "--currency is required" in _refusal(merchant, "--kind", "three-ds-above", *scope, "--amount", "5")
+    assert "--amount" in _refusal(merchant, "--kind", "three-ds-above", *scope, "--currency", "EUR")
+    assert "--amount is for a three-ds-above rule" in _refusal(
+        merchant, "--kind", "bin", *scope, "--value", "411111", "--amount", "5"
+    )
+    assert "--per, --limit and --window" in _refusal(
+        merchant, "--kind", "three-ds-above", *scope, "--amount", "5", "--currency", "EUR", "--window", "1h"
+    )

@@ -9,7 +9,7 @@ import pytest
 
 from kassa.domain.destinations import Phone
 from kassa.domain.lifecycle import Stage
-from kassa.domain.threeds_protocol import VERSION_1, VERSION_2, ThreeDSPath
+from kassa.domain.threeds_protocol import VERSION_1, VERSION_2, ChallengeIndicator, ThreeDSPath
 from kassa.processors.interface import Authorize, Card, Credit, Initiator, Original, Refund
 from kassa.sandbox.acquirer import SandboxProcessor, decide
 from kassa.sandbox.issuer import SandboxIssuer
@@ -62,6 +62,27 @@ def test_the_issuer_picks_the_authentication_path_by_cvv2(cvv: str, path: ThreeD
 
 def test_a_card_sent_without_a_cvv2_is_not_authenticated() -> None:
     assert asyncio.run(SandboxIssuer().path(_sale(None))) is None
+    assert asyncio.run(SandboxIssuer().path(_sale(None), ChallengeIndicator.MANDATED)) is None
+
+
+@pytest.mark.parametrize(
+    ("cvv", "path"),
+    [
+        ("123", ThreeDSPath.CHALLENGE),  # let through unauthenticated unless a challenge is mandated
+        ("1234", ThreeDSPath.CHALLENGE),
+        ("116", ThreeDSPath.CHALLENGE),  # the acquirer declines it once authenticated
+        ("323", ThreeDSPath.METHOD_CHALLENGE),  # frictionless no more
+        ("321", ThreeDSPath.CHALLENGE),
+        ("322", ThreeDSPath.CHALLENGE_1),
+        ("325", ThreeDSPath.ATTEMPTED),
+        ("326", ThreeDSPath.REJECTED),
+        ("111", None),  # 3-D Secure skipped: the issuer offers none
+    ],
+)
+def test_a_mandated_challenge_is_honoured_by_an_issuer_that_can_authenticate(
+    cvv: str, path: ThreeDSPath | None
+) -> None:
+    assert asyncio.run(SandboxIssuer().path(_sale(cvv), ChallengeIndicator.MANDATED)) is path
 
 
 def test_the_directory_server_gives_each_2x_authentication_its_own_uuid_and_1_0_2_none() -> None:

@@ -126,7 +126,8 @@ def card_of(found: Found) -> str:
     return cards.mask_stored(found.bin, found.last_four, found.brand) if found.bin and found.last_four else ""
 
 
-def _listed(found: Found) -> dict[str, Any]:
+def listed_order(found: Found) -> dict[str, Any]:
+    """An order as a list of orders shows it: its card masked, its status (``orders.html``)."""
     return {"row": found, "card": card_of(found), "status": status_of(Stage(found.stage)).value}
 
 
@@ -151,7 +152,7 @@ async def order_list(console: Console, visit: Visit) -> Response:
     if query.problems:
         return visit.page_of("orders.html", context, 400)
     found = await console.read(partial(order_search.search, wanted=query.search, before_id=before_id, limit=size + 1))
-    context["rows"] = [_listed(f) for f in found[:size]]
+    context["rows"] = [listed_order(f) for f in found[:size]]
     context["more"] = found[size - 1].id if len(found) > size else None
     context["searched"] = True
     return visit.page_of("orders.html", context)

@@ -11,11 +11,12 @@ from starlette.responses import RedirectResponse, Response
 
 from kassa.clock import now_ms
 from kassa.console.access import Console, Visit, action, page
+from kassa.console.views.orders import listed_order
 from kassa.core import risk as core_risk
 from kassa.domain import risk
 from kassa.domain.operators import Action
 from kassa.domain.risk import Kind, Mode, Per, RuleError
-from kassa.storage import audit_log
+from kassa.storage import audit_log, order_search
 from kassa.storage import merchants as merchant_store
 from kassa.storage import risk as store
 
@@ -70,13 +71,19 @@ async def rule_create(console: Console, visit: Visit) -> Response:
             form.get("window", "").strip() or None if limits else None,
             form.get("currency", "").strip() or None if kind is Kind.SUM else None,
         )
+        threshold = risk.checked_threshold(
+            kind,
+            _number(form, "amount", "--amount") if kind is Kind.THREE_DS else None,
+            form.get("currency", "") if kind is Kind.THREE_DS else None,
+        )
         note = form.get("note", "").strip()
         if len(note) > 200:
             raise RuleError("--note: at most 200 characters")
     except RuleError as problem:
         return await _list(console, visit, 400, problem=_sentence(str(problem)), new=_refilled(form))
     mode = Mode.DRY_RUN if form.get("dry_run") else Mode.ENFORCE
-    typed = [line.strip() for line in form.get("values", "").splitlines() if line.strip()] if not limits else []
+    lists = kind in risk.BLOCK_LISTS
+    typed = [line.strip() for line in form.get("values", "").splitlines() if line.strip()] if lists else []
     orders = form.get("card_orders", "").split()
 
     def create(conn: Connection) -> int:
@@ -88,7 +95,7 @@ async def rule_create(console: Console, visit: Visit) -> Response:
             raise RuleError("--card-of-order: order ids, space-separated")
         cards = store.cards_of_orders(conn, [int(part) for part in orders])
         entries = risk.checked_entries(kind, [*typed, *cards])
-        new = store.NewRule(kind, mode, *scope, entries, velocity, note, visit.operator.email)
+        new = store.NewRule(kind, mode, *scope, entries, velocity, note, visit.operator.email, threshold)
         rule_id = store.create(conn, new, now_ms())
         after = store.recorded(conn, rule_id)
         entry = audit_log.Entry(
@@ -112,11 +119,26 @@ def _refilled(form: dict[str, str]) -> dict[str, str]:
 @page()
 async def rule_page(console: Console, visit: Visit) -> Response:
     rule_id = int(visit.request.path_params["rule_id"])
+    before = visit.request.query_params.get("before", "")
+    before_id = int(before) if before.isdigit() and len(before) <= 18 else None
     try:
-        shown = await console.read(lambda conn: store.shown(conn, rule_id, now_ms()))
+        context = await console.read(lambda conn: _rule_context(conn, rule_id, before_id))
     except merchant_store.NotFound as missing:
         return visit.page("refused.html", 404, reason=f"Not found: {missing}.")
-    return visit.page_of("rule.html", {"section": "rules", "rule": shown, "problem": None, "typed": {}})
+    return visit.page_of("rule.html", context)
+
+
+def _rule_context(conn: Connection, rule_id: int, before_id: int | None, **shown: Any) -> dict[str, Any]:
+    """The rule's page: the rule, its counts, and a page of the orders it filtered (or in dry run would
+    have), most recent first, older ones a link away."""
+    rule = store.shown(conn, rule_id, now_ms())
+    hits = store.filtered_orders(conn, rule_id, before_id)
+    page_of = hits[: store.FILTERED_PAGE]
+    found = {f.id: f for f in order_search.details(conn, [order_id for order_id, _ in page_of])}
+    rows = [{**listed_order(found[order_id]), "at": at} for order_id, at in page_of if order_id in found]
+    older = page_of[-1][0] if len(hits) > store.FILTERED_PAGE else None
+    context = {"rule": rule, "orders": rows, "older": older, "paged": before_id is not None}
+    return {"section": "rules", "problem": None, "typed": {}, **context, **shown}
 
 
 @action(Action.RULE_DISABLE)
@@ -167,8 +189,8 @@ async def rule_entries(console: Console, visit: Visit) -> Response:
     except merchant_store.NotFound as missing:
         return visit.page("refused.html", 404, reason=f"Not found: {missing}.")
     except RuleError as problem:
-        shown = await console.read(lambda conn: store.shown(conn, rule_id, now_ms()))
-        context = {"section": "rules", "rule": shown, "problem": _sentence(str(problem)), "typed": dict(visit.form)}
+        refused = {"problem": _sentence(str(problem)), "typed": dict(visit.form)}
+        context = await console.read(lambda conn: _rule_context(conn, rule_id, None, **refused))
         return visit.page_of("rule.html", context, 400)
     core_risk.forget()
     return RedirectResponse(f"/rules/{rule_id}", status_code=303)

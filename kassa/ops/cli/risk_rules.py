@@ -1,6 +1,6 @@
-"""Risk rules: ``kassa rule create|list|show|disable`` (docs/risk.md). Each change is written to the audit
-log as done by ``cli:{the OS user}``. A card is blocked by its fingerprint, or by naming an order paid
-with it (``--card-of-order``): a card number is never typed on a command line."""
+"""Risk rules: ``kassa rule create|list|show|add|remove|disable|enable`` (docs/risk.md). Each change is
+written to the audit log as done by ``cli:{the OS user}``. A card is blocked by its fingerprint, or by naming
+an order paid with it (``--card-of-order``): a card number is never typed on a command line."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ from kassa.storage import risk as store
 
 @click.group()
 def rule() -> None:
-    """Risk rules: block lists and velocity limits that filter an endpoint's or a merchant's sales."""
+    """Risk rules: block lists, velocity limits and amounts above which 3-D Secure is required, that filter
+    an endpoint's or a merchant's sales."""
 
 
 def _lines_of(source: IO[str]) -> list[str]:
@@ -52,7 +53,8 @@ def _checked(unit: Any) -> Any:
 @click.option("--per", type=click.Choice(["card", "email", "ip"]), help="A limit's key.")
 @click.option("--limit", type=int, help="A limit: sales (count) or minor units (sum).")
 @click.option("--window", help="A limit's window: 30m, 24h, 7d.")
-@click.option("--currency", help="A sum limit's currency.")
+@click.option("--amount", type=int, help="three-ds-above: the minor units above which 3-D Secure is required.")
+@click.option("--currency", help="A sum limit's currency, or the one a three-ds-above rule compares.")
 @click.option("--dry-run", is_flag=True, help="Count what it would filter; filter nothing.")
 @click.option("--note", default="", help="Why the rule exists, for the next analyst (up to 200 characters).")
 @json_option
@@ -66,6 +68,7 @@ def rule_create(
     per: str | None,
     limit: int | None,
     window: str | None,
+    amount: int | None,
     currency: str | None,
     dry_run: bool,
     note: str,
@@ -78,6 +81,7 @@ def rule_create(
     if len(note) > 200:
         raise click.BadParameter("at most 200 characters", param_hint="--note")
     velocity = _checked(lambda: risk.checked_velocity(rule_kind, per, limit, window, currency))
+    threshold = _checked(lambda: risk.checked_threshold(rule_kind, amount, currency))
     mode = Mode.DRY_RUN if dry_run else Mode.ENFORCE
     listed = [*values, *(_lines_of(values_file) if values_file else [])]
 
@@ -85,7 +89,7 @@ def rule_create(
         scope: tuple[int | None, int | None] = _checked(lambda: store.scope_of(conn, merchant, endpoint))
         typed = [*listed, *_checked(lambda: store.cards_of_orders(conn, card_orders))]
         entries = _checked(lambda: risk.checked_entries(rule_kind, typed))
-        new = store.NewRule(rule_kind, mode, *scope, entries, velocity, note, cli_actor())
+        new = store.NewRule(rule_kind, mode, *scope, entries, velocity, note, cli_actor(), threshold)
         rule_id = store.create(conn, new, now_ms())
         after = store.recorded(conn, rule_id)
         entry = audit_log.Entry(cli_actor(), Action.RULE_CREATE.code, f"rule {rule_id}", after=after)
@@ -210,6 +214,9 @@ def _switch(rule_id: int, *, enabled: bool, as_json: bool) -> None:
 
 
 def _what(d: dict[str, Any]) -> str:
+    if d["three_ds_above"] is not None:
+        above = d["three_ds_above"]
+        return f"3-D Secure required above {above['amount']} {above['currency']} minor units"
     if d["limit"] is None:
         return f"{d['entry_count']} entries"
     limit = d["limit"]
