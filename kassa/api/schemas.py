@@ -193,8 +193,8 @@ PAYOUT_BY_REF_FIELDS = (
     *URLS,
 )  # fmt: skip
 PROCESS_RECURRING_FIELDS = (
-    Field("recurring-payment-id", f.digits(18), True, "the recurring payment whose card is charged"),
     Field("client_orderid", f.text(CLIENT_ORDERID_MAX), False, "the merchant's order id; default: made up"),
+    Field("recurring-payment-id", f.digits(18), True, "the recurring payment whose card is charged"),
     ORDER_DESC, CURRENCY, AMOUNT, IPADDRESS, *URLS,
 )  # fmt: skip
 PAN_ELIGIBILITY_FIELDS = (

@@ -27,6 +27,7 @@ _VALID = {
     "threeDSCompInd": "Y",
     "pares": "eJxLTEoGAAJNASk",
     "cardrefid": "1",
+    "recurring-payment-id": "1",
 }
 
 
