@@ -31,7 +31,7 @@ from kassa.web import addresses
 
 # How long sync account verification waits for the acquirer's decision before it answers ``processing`` (the
 # merchant then asks status): the ISO 8583 response timeout (20 s) and a reversal's fit inside it.
-SYNC_WAIT_SECONDS = 30.0
+_SYNC_WAIT_SECONDS = 30.0
 _SYNC_POLL_SECONDS = 0.02
 
 _CUSTOMER_FIELDS = (
@@ -54,7 +54,7 @@ async def account_verification(req: OperationRequest) -> Reply:
 
 async def sync_account_verification(req: OperationRequest) -> Reply:
     """An account verification answered once the acquirer has decided it (or it waits for the cardholder's
-    3-D Secure step, or ``SYNC_WAIT_SECONDS`` went by): its status, with the card reference an approved
+    3-D Secure step, or ``_SYNC_WAIT_SECONDS`` went by): its status, with the card reference an approved
     one stores (the same on a repeat) and the phone sent."""
     opened = await account_verification(req)
     order_id, client_orderid = int(opened["paynet-order-id"]), req.values["client_orderid"]
@@ -70,9 +70,9 @@ async def sync_account_verification(req: OperationRequest) -> Reply:
 
 
 async def _decided(req: OperationRequest, order_id: int) -> OrderSnapshot:
-    """The order once its first transaction has left ``processing``, or as it is after ``SYNC_WAIT_SECONDS``
+    """The order once its first transaction has left ``processing``, or as it is after ``_SYNC_WAIT_SECONDS``
     (or when the gateway begins to stop)."""
-    endpoint_ids, deadline = req.endpoint.member_ids(), time.monotonic() + SYNC_WAIT_SECONDS
+    endpoint_ids, deadline = req.endpoint.member_ids(), time.monotonic() + _SYNC_WAIT_SECONDS
     while True:
         found = await req.services.db.read_point(
             lambda conn: order_store.find_order(conn, endpoint_ids, order_id, None)

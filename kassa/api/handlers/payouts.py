@@ -185,7 +185,8 @@ class Lent:
 
 async def recurring_card(req: OperationRequest, field: str) -> Lent:
     """The card of the merchant's recurring payment ``field`` names: code 5 when there is none. Whether the
-    payment may still lend it is decided as the transfer is written (``_open``)."""
+    payment may still lend it is decided as the order that uses it is written (``_open``, and
+    ``core.recurring.charge_now`` for a charge of it)."""
     payment_id, merchant_id = int(req.values[field]), req.merchant_id
     card = await req.services.db.read(lambda conn: recurring_store.card_of(conn, merchant_id, payment_id))
     if card is None:
