@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from kassa import clock
 from kassa.api.errors import ApiError, Code, field_error
-from kassa.domain import cards, destinations, money, urls
+from kassa.domain import cards, destinations, money, rebills, urls
 
 
 class FieldProblem(ValueError):
@@ -184,6 +184,43 @@ def _minor_units(value: str, form: Mapping[str, str]) -> int:
     except money.AmountError:
         raise FieldProblem("needs a valid currency") from None
     return money.parse_amount(value, cur)
+
+
+_AMOUNT_ITEM = " *[0-9]+(\\.[0-9]+)? *"
+
+
+def amount_list(max_count: int) -> Validator:
+    """Comma-separated amounts in ``currency``, each greater than zero and at most the request's ``amount``
+    (``enumerate_amounts``); the ones below ``amount``, each once, highest first (``domain.rebills``)."""
+    max_length = max_count * (_AMOUNT_LENGTH + 3)
+
+    def check(value: str, form: Mapping[str, str]) -> tuple[int, ...]:
+        if len(value) > max_length:
+            raise FieldProblem(f"is longer than {max_length} characters")
+        items = [item.strip() for item in value.split(",")]
+        if len(items) > max_count:
+            raise FieldProblem(f"lists more than {max_count} amounts")
+        try:
+            cur = money.currency(form.get("currency", ""))
+            first = money.parse_amount(form.get("amount", ""), cur)
+        except money.AmountError:
+            raise FieldProblem("needs a valid currency and amount") from None
+        amounts = [_listed(item, cur) for item in items]
+        if any(listed > first for listed in amounts):
+            raise FieldProblem("lists an amount greater than amount")
+        return rebills.lower_amounts(amounts, first)
+
+    return described(check, pattern=f"^{_AMOUNT_ITEM}(,{_AMOUNT_ITEM}){{0,{max_count - 1}}}$", maxLength=max_length)
+
+
+def _listed(item: str, cur: money.Currency) -> int:
+    try:
+        minor = money.parse_amount(item, cur)
+    except money.AmountError as problem:
+        raise FieldProblem(f"has {item!r}, which {problem}") from None
+    if minor <= 0:
+        raise FieldProblem(f"has {item!r}, which must be greater than zero")
+    return minor
 
 
 @partial(described, pattern=f"^{cards.PAN_TEXT.pattern}$", maxLength=37)

@@ -1,6 +1,6 @@
-"""The operation table: one row per operation of SPEC.md drives routing, field checks (the fields of its
-request schema, ``schemas``), signing, the answer's type and the OpenAPI document. Adding an operation
-is adding a row and, when it does something new, a handler.
+"""The operation table: one row per operation of SPEC.md and CONTRACT §17 drives routing, field checks (the
+fields of its request schema, ``schemas``), signing, the answer's type and the OpenAPI document. Adding an
+operation is adding a row and, when it does something new, a handler.
 """
 
 from __future__ import annotations
@@ -59,6 +59,8 @@ TRANSFER_BY_REF = Response(
 )
 CARD_INFO = Response("CardInfoAsyncResponse", "get-card-info-response")
 STATUS = Response("StatusResponse", "status-response", _STATUS_FIELDS)
+# CONTRACT §17: the verification's status, the card reference an approved one stores and the phone sent.
+SYNC_VERIFY = Response("SyncAccountVerificationResponse", "status-response", (*_STATUS_FIELDS, "phone"))
 RECURRING = Response(
     "CreateRecurringPaymentResponse",
     "create-recurring-payment-response",
@@ -216,6 +218,30 @@ OPERATIONS: tuple[Operation, ...] = (
         replay_guarded=True,
     ),
     Operation(
+        path="/api/v2/make-rebill-sale",
+        code="REBILL_SALE",
+        request_schema="RebillRequest",
+        response=ASYNC,
+        signing=control.REBILL,
+        fields=s.REBILL_FIELDS,
+        handler=card_refs.make_rebill,
+        summary="Charge a stored card without the cardholder (make-rebill under another name)",
+        opens_order=True,
+        replay_guarded=True,
+    ),
+    Operation(
+        path="/api/v2/make-rebill-preauth",
+        code="REBILL_PREAUTH",
+        request_schema="RebillRequest",
+        response=ASYNC,
+        signing=control.REBILL,
+        fields=s.REBILL_FIELDS,
+        handler=card_refs.make_rebill_preauth,
+        summary="Reserve funds on a stored card without the cardholder, for a later capture or void",
+        opens_order=True,
+        replay_guarded=True,
+    ),
+    Operation(
         path="/api/v2/payment-form",
         code="PAYMENTFORM",
         request_schema="PaymentFormRequest",
@@ -350,6 +376,17 @@ OPERATIONS: tuple[Operation, ...] = (
         opens_order=True,
     ),
     Operation(
+        path="/api/v2/sync/account-verification",
+        code="SYNC_ACCOUNT_VERIFICATION",
+        request_schema="AccountVerificationRequest",
+        response=SYNC_VERIFY,
+        signing=control.VERIFY_LIKE,
+        fields=s.VERIFY_FIELDS,
+        handler=payments.sync_account_verification,
+        summary="Zero-amount authorization answered with its outcome and a card reference",
+        opens_order=True,
+    ),
+    Operation(
         path="/api/v2/void",
         code="VOID",
         request_schema="VoidRequest",
@@ -389,6 +426,28 @@ OPERATIONS: tuple[Operation, ...] = (
         fields=s.PAYOUT_FIELDS,
         handler=payouts.payout_v4,
         summary="Payout in one step, signed as v4 (SPEC.md's bank payout example)",
+        opens_order=True,
+    ),
+    Operation(
+        path="/api/v4/payout-by-ref",
+        code="PAYOUT_BY_REF_V4",
+        request_schema="PayoutByRefRequest",
+        response=PAYOUT_V4,
+        signing=OAuth.RSA_SHA256,
+        fields=s.PAYOUT_BY_REF_FIELDS,
+        handler=payouts.payout_by_ref,
+        summary="Payout to the card of a card reference",
+        opens_order=True,
+    ),
+    Operation(
+        path="/api/v4/process-recurring-payments",
+        code="PROCESS_RECURRING_V4",
+        request_schema="ProcessRecurringPaymentsRequest",
+        response=ASYNC,
+        signing=OAuth.RSA_SHA256,
+        fields=s.PROCESS_RECURRING_FIELDS,
+        handler=recurring.process_recurring_payments,
+        summary="Charge a recurring payment's card now",
         opens_order=True,
     ),
     Operation(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from kassa.api import fields as f
 from kassa.api.fields import Field
+from kassa.domain import rebills
 from kassa.domain.recurring import CHARGE_SUFFIX_MAX
 
 LOGIN = Field("login", f.text(64), True, "merchant login")
@@ -148,8 +149,17 @@ UPLOAD_METHOD_FIELDS = (
 UPLOAD_PARES_FIELDS = (*THREEDS_UPLOAD_FIELDS, Field("pares", f.text(16384), True), Field("md", f.text(1024)))
 CARD_INFO_FIELDS = (LOGIN, Field("cardrefid", f.text(20), True), CONTROL)
 REBILL_FIELDS = (
-    CLIENT_ORDERID, LOGIN, Field("cardrefid", f.text(20), True), ORDER_DESC, CURRENCY, AMOUNT, IPADDRESS,
-    Field("cvv2", f.digits(4)), Field("comment", f.text(256)), *URLS, CONTROL,
+    CLIENT_ORDERID, LOGIN, Field("cardrefid", f.text(20), True), ORDER_DESC, CURRENCY,
+    Field("amount", f.amount(), True, "decimal amount in major units; the signed one, tried first"),
+    Field(
+        "enumerate_amounts", f.amount_list(rebills.MAX_AMOUNTS), False,
+        f"up to {rebills.MAX_AMOUNTS} lower amounts, comma-separated, tried highest first after a decline",
+    ),
+    Field(
+        "recurrent_scenario", f.choice(*(s.value for s in rebills.Scenario)), False,
+        "REGULAR (a recurring charge) or IRREGULAR (an unscheduled one): the acquirer's MIT indicator",
+    ),
+    IPADDRESS, Field("cvv2", f.digits(4)), Field("comment", f.text(256)), *URLS, CONTROL,
 )  # fmt: skip
 # A charge's client_orderid is the payment's with "-{n}" (and "-r{k}" for a retry) after it, within an
 # order's length.
@@ -176,6 +186,16 @@ TRANSFER_BY_REF_FIELDS = (
     Field("destination-card-no", f.card_number, False, "the card that receives the money"),
     Field("destination-card-ref-id", f.text(20), False, "or a card reference of yours"),
     *URLS,
+)  # fmt: skip
+PAYOUT_BY_REF_FIELDS = (
+    CLIENT_ORDERID, ORDER_DESC, CURRENCY, AMOUNT, IPADDRESS, *CUSTOMER,
+    Field("destination-card-ref-id", f.text(20), True, "the card reference whose card receives the money"),
+    *URLS,
+)  # fmt: skip
+PROCESS_RECURRING_FIELDS = (
+    Field("client_orderid", f.text(CLIENT_ORDERID_MAX), False, "the merchant's order id; default: made up"),
+    Field("recurring-payment-id", f.digits(18), True, "the recurring payment whose card is charged"),
+    ORDER_DESC, CURRENCY, AMOUNT, IPADDRESS, *URLS,
 )  # fmt: skip
 V2_TRANSFER_BY_REF_FIELDS = (
     LOGIN, CLIENT_ORDERID, ORDER_DESC, CURRENCY, AMOUNT, IPADDRESS,

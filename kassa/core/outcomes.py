@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection
 
+from kassa.core import rebills
 from kassa.core.outbox import NOTHING_QUEUED, Queued, queue_callbacks
 from kassa.domain import ledger
 from kassa.domain.lifecycle import Stage, advance, is_final
@@ -73,10 +74,13 @@ def record_for_job(
 ) -> tuple[bool, Queued]:
     """Records a worker's outcome while its lease on ``job`` holds (the job is deleted in the same
     transaction: one job's outcome is recorded once); an ``unknown`` is asked again after
-    ``reconcile_after_ms``. Returns whether it was recorded, and the callbacks it queued."""
+    ``reconcile_after_ms``; a rebill's decline with a lower amount left is tried again at that amount
+    instead (``rebills.next_try``). Returns whether it was recorded, and the callbacks it queued."""
     context = order_store.fenced_outcome_context(conn, job, owner)
     if context is None:
         return False, NOTHING_QUEUED
+    if rebills.next_try(conn, context[0], context[1], outcome, now_ms):  # a lower amount, tried next
+        return True, NOTHING_QUEUED
     still_unknown = outcome.stage is Stage.UNKNOWN and Stage(context[1]["stage"]) is Stage.UNKNOWN
     # An acquirer still without an answer (a reversal unanswered, CONTRACT §15): asked again later, unchanged.
     queued = (

@@ -44,7 +44,7 @@ from kassa.domain.transactions import TxType
 from kassa.processors.interface import Outcome
 from kassa.storage import orders as order_store
 from kassa.storage import recurring as store
-from kassa.storage.orders import NewCard, NewOrder
+from kassa.storage.orders import NewCard, NewOrder, Started
 from kassa.storage.prepared import Record
 from kassa.storage.recurring import NewPayment
 
@@ -191,7 +191,7 @@ def _make_try(conn: Connection, payment: Record, n: int, try_number: int, due_at
         return True  # made before, by another process or before a crash: its transaction committed
     expiry = Expiry(*store.card_expiry(conn, payment["card_id"]))
     card = rebills.StoredCard(payment["card_id"], payment["card_ref_id"], expiry)
-    started = opening.open_order(conn, rebills.sale_on(_charge_order(payment, n, try_number, now_ms), card))
+    started = opening.open_order(conn, rebills.charge_on(_charge_order(payment, n, try_number, now_ms), card))
     if not started.created:  # the merchant used this client_orderid for an order of its own
         _declined(conn, payment["id"], charge_id, now_ms)
         return True
@@ -207,7 +207,7 @@ def _make_try(conn: Connection, payment: Record, n: int, try_number: int, due_at
 
 
 def _charge_order(payment: Record, n: int, try_number: int, now_ms: int) -> NewOrder:
-    """The sale of one try, on the payment's endpoint, amount and callbacks (before ``rebills.sale_on``)."""
+    """The sale of one try, on the payment's endpoint, amount and callbacks (before ``rebills.charge_on``)."""
     return NewOrder(
         merchant_id=payment["merchant_id"],
         endpoint_id=payment["endpoint_id"],
@@ -260,6 +260,19 @@ def lend_cards(conn: Connection, payment_ids: Collection[int]) -> PaymentEnded |
         if payment["status"] != Status.ACTIVE:
             return PaymentEnded(payment_id, payment["status"])
     return None
+
+
+def charge_now(conn: Connection, new: NewOrder) -> Started:
+    """A charge of the recurring payment ``new`` names, made now at the merchant's request (CONTRACT §17's
+    process-recurring-payments): its order opened as a rebill's, outside the payment's schedule and
+    retries; or the order its client_orderid opened before. A new charge of a payment that has ended is
+    refused (``PaymentEnded``), nothing written."""
+    assert new.recurring_payment_id is not None, "a charge names its payment"
+    ended = lend_cards(conn, [new.recurring_payment_id])
+    started = opening.open_order(conn, new)
+    if started.created and ended is not None:
+        raise ended  # the unit of work is rolled back
+    return started
 
 
 def _stop(conn: Connection, payment_id: int, status: Status, now_ms: int) -> None:

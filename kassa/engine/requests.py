@@ -9,6 +9,7 @@ from typing import Any, assert_never
 import orjson
 
 from kassa.domain import destinations
+from kassa.domain.rebills import Scenario
 from kassa.domain.transactions import Direction, Flow, TxType, rule
 from kassa.processors.interface import (
     Authorize,
@@ -83,8 +84,14 @@ def authenticable(request: Request) -> CardholderRequest | None:
     return None
 
 
+_SCENARIOS = {Scenario.REGULAR: Initiator.RECURRING, Scenario.IRREGULAR: Initiator.UNSCHEDULED}
+
+
 def initiator(order: Record) -> Initiator:
-    """A recurring payment's charge, a rebill on a stored card, or the cardholder's own payment."""
+    """A recurring payment's charge, a rebill on a stored card (recurring or unscheduled as its
+    ``recurrent_scenario`` says; unscheduled without one), or the cardholder's own payment."""
+    if order["recurrent_scenario"] is not None:
+        return _SCENARIOS[Scenario(order["recurrent_scenario"])]
     if order["recurring_payment_id"] is not None:
         return Initiator.RECURRING
     if order["card_ref_id"] is not None:

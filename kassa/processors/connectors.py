@@ -114,7 +114,8 @@ class Route:
     async def process(self, request: Request, *, first: bool = False) -> Outcome:
         if isinstance(request, Capture | Reverse | Refund):
             return await (await self._answering(request.original.serial)).process(request, first=first)
-        sent = [] if first else await self._db.read_point(lambda conn: messages.messages_of(conn, request.serial))
+        every = [] if first else await self._db.read_point(lambda conn: messages.messages_of(conn, request.serial))
+        sent = [m for m in every if messages.of_try(m, request.amount)]  # an enumerating rebill's: of this amount
         outstanding = next((m for m in reversed(sent) if m["state"] in messages.PENDING), None)
         if outstanding is not None:
             return await (await self._connectors.by_id(outstanding["connection_id"])).process(request)

@@ -1,5 +1,6 @@
 """The sandbox acquirer of CONTRACT §9: the outcome is decided by the card's CVV2, or, for operations
-without one, by the last three digits of the card number."""
+without one, by the last three digits of the card number; a card payment the card would pass is declined
+for insufficient funds when its amount says so (``triggers.short_of_funds``)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from kassa.processors.interface import (
     Transfer,
     Verify,
 )
-from kassa.sandbox.triggers import Trigger, trigger_of
+from kassa.sandbox.triggers import Trigger, short_of_funds, trigger_of
 
 
 class SandboxProcessor:
@@ -45,6 +46,8 @@ class SandboxProcessor:
             case _:
                 assert_never(request)
         outcome = decide(trigger_of(text), has_cvv, request.order_id, request.serial)
+        if isinstance(request, Authorize) and outcome.stage is Stage.APPROVED and short_of_funds(request.amount):
+            return _declined(ActionCode.INSUFFICIENT_FUNDS, outcome.processor_tx_id or "")
         return _with_name_check(request, outcome)
 
     async def reconcile(self, request: Request) -> Outcome:

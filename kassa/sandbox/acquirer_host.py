@@ -1,5 +1,6 @@
 """An acquirer host speaking the reference dialect of CONTRACT §15 over TCP (optionally TLS), deciding as the
-sandbox does (§9): by the CVV2 of field 48 when there is one, else by the card number's last three digits.
+sandbox does (§9): by the CVV2 of field 48 when there is one, else by the card number's last three digits,
+and a card payment whose amount ends in 116 minor units lacks the funds (``triggers.short_of_funds``).
 The whole acquirer link runs against it without a bank (``kassa acquirer-sim``, and the tests).
 
 Switches, given at construction and changed at run time by setting the attributes: ``late`` answers a card's
@@ -22,7 +23,7 @@ from types import TracebackType
 
 from kassa.processors.iso8583 import dialect, framing
 from kassa.processors.iso8583.dialect import Fields, Kind, MessageError, Original
-from kassa.sandbox.triggers import Trigger, trigger_of
+from kassa.sandbox.triggers import Trigger, short_of_funds, trigger_of
 
 log = logging.getLogger("kassa.sandbox.acquirer_host")
 
@@ -31,6 +32,7 @@ _DO_NOT_HONOUR = "05"
 _INVALID_TRANSACTION = "12"
 _ORIGINAL_NOT_FOUND = "25"
 _FORMAT_ERROR = "30"
+_PAYMENT = "000000"  # field 3 of a card payment (sale, preauth, rebill): its amount may lack the funds
 
 # Field 39 for the triggers the host answers otherwise than with its default (approved without a CVV2,
 # do not honour with one); None leaves the authorization unanswered. A 3-D Secure trigger approves: the
@@ -201,9 +203,12 @@ class AcquirerHost:
             return _FORMAT_ERROR
         cvv = items.get(self.dialect.tag("cvv2"))
         trigger = trigger_of(cvv or fields.get("2", "")[-3:])
-        if trigger is None or trigger not in _ANSWERS:  # not in the table
-            return _DO_NOT_HONOUR if cvv else _APPROVED
-        return _ANSWERS[trigger]
+        unlisted = _DO_NOT_HONOUR if cvv else _APPROVED  # not in the table: declined with a CVV2, approved without
+        code = unlisted if trigger is None else _ANSWERS.get(trigger, unlisted)
+        amount = fields.get("4", "")
+        if code == _APPROVED and fields.get("3") == _PAYMENT and amount.isdigit() and short_of_funds(int(amount)):
+            return _ANSWERS[Trigger.INSUFFICIENT_FUNDS]
+        return code
 
     def _reversal(self, fields: Fields) -> str:
         try:

@@ -1,5 +1,6 @@
 """The values that steer the sandbox (CONTRACT §9): the CVV2, or for operations without one the last three
-digits of the card, account or phone number."""
+digits of the card, account or phone number; and the amount of a card payment, which decides whether the
+card has the funds (``short_of_funds``)."""
 
 from __future__ import annotations
 
@@ -31,3 +32,15 @@ def trigger_of(text: str) -> Trigger | None:
         return Trigger(text)
     except ValueError:
         return None
+
+
+# A card payment (sale, preauth, rebill, recurring charge) whose amount in minor units ends in these digits
+# is declined for insufficient funds (116) where the card would be approved: the one amount-dependent
+# decline, so that a rebill's enumerated amounts (CONTRACT §17) can be tried until a lower one is approved.
+SHORT_OF_FUNDS_ENDING = "116"
+
+
+def short_of_funds(amount: int) -> bool:
+    """Whether the sandbox's card has too little for a payment of ``amount`` (minor units): 11.16 USD,
+    1116 JPY and 0.116 KWD do not pass, 11.15 does."""
+    return str(amount).endswith(SHORT_OF_FUNDS_ENDING)

@@ -45,6 +45,7 @@ _SENT = Prepared(
         mti=bindparam("mti"),
         processing_code=bindparam("processing_code"),
         stan=bindparam("stan"),
+        amount=bindparam("amount"),
         sent_at_ms=bindparam("now_ms"),
         state=State.SENT.value,
         repeats=0,
@@ -72,11 +73,24 @@ _MOVE = Prepared(
 
 
 def sent(
-    conn: Connection, serial: str, connection_id: int, mti: str, processing_code: str, stan: str, now_ms: int
+    conn: Connection,
+    serial: str,
+    connection_id: int,
+    mti: str,
+    processing_code: str,
+    stan: str,
+    now_ms: int,
+    amount: int | None = None,
 ) -> int:
-    """A message of the transaction ``serial`` about to go out; its id (the RRN)."""
+    """A message of the transaction ``serial`` (at ``amount``) about to go out; its id (the RRN)."""
     values = {"serial": serial, "connection_id": connection_id, "mti": mti, "processing_code": processing_code}
-    return int(_SENT.one(conn, {**values, "stan": stan, "now_ms": now_ms})["id"])
+    return int(_SENT.one(conn, {**values, "stan": stan, "now_ms": now_ms, "amount": amount})["id"])
+
+
+def of_try(message: Record, amount: int) -> bool:
+    """Whether ``message`` went out for the try of its transaction at ``amount``: a rebill that enumerates
+    amounts tries each one anew (a row of before migration 0031 has no amount: its transaction had one)."""
+    return message["amount"] is None or message["amount"] == amount
 
 
 def last_of(conn: Connection, serial: str) -> Record | None:

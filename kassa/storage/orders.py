@@ -73,6 +73,8 @@ class NewOrder:
     card_id: int | None = None  # or a card stored before: the one a rebill charges
     card_ref_id: int | None = None  # the reference the rebill named
     recurring_payment_id: int | None = None  # the recurring payment this order is a charge of
+    recurrent_scenario: str | None = None  # a rebill's (``domain.rebills.Scenario``)
+    enumerate_amounts: str | None = None  # a rebill's lower amounts to try (``domain.rebills.kept``)
     cvv_ciphertext: bytes | None = None
     form_ttl_ms: int | None = None  # a hosted form collects the card: no processing until it is submitted
     form_token: SealedToken | None = None  # the hosted form's token, with ``form_ttl_ms``
@@ -119,6 +121,8 @@ _ORDER_VALUES: dict[str, Any] = {"mode": _ENDPOINT_MODE} | _values(
     "card_id",
     "card_ref_id",
     "recurring_payment_id",
+    "recurrent_scenario",
+    "enumerate_amounts",
     "email",
     "order_desc",
     "customer",
@@ -238,6 +242,8 @@ def _order_values(new: NewOrder) -> dict[str, Any]:
         created_at_ms=new.now_ms,
         card_ref_id=new.card_ref_id,
         recurring_payment_id=new.recurring_payment_id,
+        recurrent_scenario=new.recurrent_scenario,
+        enumerate_amounts=new.enumerate_amounts,
     )
 
 
@@ -284,6 +290,14 @@ def insert_transaction(
 
 def keep_cvv(conn: Connection, transaction_id: int, cvv_ciphertext: bytes) -> None:
     _INSERT_SECRET.execute(conn, {"tx_id": transaction_id, "cvv": cvv_ciphertext})
+
+
+def set_amount(conn: Connection, order_id: int, transaction_id: int, amount: int, now_ms: int) -> None:
+    """The amount a rebill tries next (``enumerate_amounts``): its order's and its transaction's."""
+    conn.execute(update(orders).where(orders.c.id == order_id).values(amount=amount))
+    conn.execute(
+        update(transactions).where(transactions.c.id == transaction_id).values(amount=amount, updated_at_ms=now_ms)
+    )
 
 
 def set_card(conn: Connection, order_id: int, card_id: int) -> None:
@@ -478,15 +492,18 @@ def _transaction_query(parts: Sequence[tuple[str, Iterable[Column[Any]]]], *, wi
     return Joined(select(*columns).select_from(joined).where(transactions.c.id == bindparam("tx_id")))
 
 
-# What a processor is given (``processors.interface.Request``), read by a worker for every transaction: 19
+# What a processor is given (``processors.interface.Request``), read by a worker for every transaction: 21
 # columns rather than every column of four tables.
 _AUTHORIZED_TRANSACTION = ("stage", "serial_number", "tx_type", "amount", "currency", "three_ds_rules")
-_AUTHORIZED_ORDER = ("id", "merchant_id", "endpoint_id", "card_ref_id", "recurring_payment_id")
+_AUTHORIZED_ORDER = (
+    "id", "merchant_id", "endpoint_id", "card_ref_id", "recurring_payment_id", "recurrent_scenario",
+    "enumerate_amounts",
+)  # fmt: skip
 _AUTHORIZATION = _transaction_query(
     (
         (
             "t_",
-            [transactions.c[n] for n in ("stage", "serial_number", "tx_type", "amount", "currency", "three_ds_rules")],
+            [transactions.c[n] for n in _AUTHORIZED_TRANSACTION],
         ),
         ("o_", [*(orders.c[n] for n in _AUTHORIZED_ORDER), endpoints.c.descriptor]),
         ("c_", [cards.c[n] for n in ("id", "brand", "pan_ciphertext", "exp_month", "exp_year", "holder_name")]),

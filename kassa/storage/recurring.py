@@ -243,10 +243,12 @@ def charges_of(conn: Connection, payment_id: int) -> list[Record]:
 
 
 def card_of(conn: Connection, merchant_id: int, payment_id: int) -> Record | None:
-    """The card a recurring payment of ``merchant_id`` charges (``id``, ``exp_month``, ``exp_year``, and
-    ``pan_ciphertext`` for a transfer that pays to it)."""
+    """The card a recurring payment of ``merchant_id`` charges (``id``, ``exp_month``, ``exp_year``,
+    ``pan_ciphertext`` for a transfer that pays to it, and the payment's ``card_ref_id``)."""
     query = (
-        select(cards.c.id, cards.c.exp_month, cards.c.exp_year, cards.c.pan_ciphertext)
+        select(
+            cards.c.id, cards.c.exp_month, cards.c.exp_year, cards.c.pan_ciphertext, recurring_payments.c.card_ref_id
+        )
         .select_from(recurring_payments.join(cards, cards.c.id == recurring_payments.c.card_id))
         .where(recurring_payments.c.id == payment_id, recurring_payments.c.merchant_id == merchant_id)
     )

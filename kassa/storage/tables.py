@@ -146,6 +146,11 @@ orders = Table(
     Column("card_ref_id", BigInteger),
     # The recurring payment whose charge this order is (``recurring_charges`` names the try).
     Column("recurring_payment_id", BigInteger),
+    # A rebill's merchant-initiated scenario (REGULAR, IRREGULAR), sent to the acquirer as the MIT indicator.
+    Column("recurrent_scenario", String(16)),
+    # A rebill's lower amounts to try after a decline, in minor units, highest first ("800,500"): each try
+    # sets the order's and its transaction's amount (``domain.enumeration``).
+    Column("enumerate_amounts", String(256)),
     Column("email", String(254), nullable=False, default=""),
     Column("order_desc", Text, nullable=False, default=""),
     Column("customer", Text, nullable=False, default="{}"),
@@ -628,6 +633,9 @@ acquirer_messages = Table(
     Column("state", String(16), nullable=False),
     Column("response_code", String(2)),
     Column("approval_code", String(6)),  # field 38 of an approving answer
+    # The transaction's amount when the message went out: each amount a rebill tries (``enumerate_amounts``)
+    # is a try of its own. None on the rows of before migration 0031.
+    Column("amount", BigInteger),
     Column("repeats", Integer, nullable=False),  # reversals or advice repetitions sent
     Column("updated_at_ms", BigInteger, nullable=False),
     Index("ix_acquirer_messages_transaction", "transaction_id", "id"),

@@ -37,7 +37,8 @@ OVERLOAD = {"KASSA_OVERLOAD_JOB_AGE": "1"}  # the default: test gateways run wit
 HOUR = 3600.0
 # What the rule of the operation table refuses (``Operation.opens_order``): every operation that opens an
 # order, which is new work for the workers. Status, follow-ups, 3-D Secure uploads, card references and
-# recurring payments (whose charges the scheduler makes) act on what exists, and are answered.
+# creating recurring payments (whose charges the scheduler makes) act on what exists, and are answered; a charge
+# of one made now (process-recurring-payments) opens an order.
 REFUSED = {
     "ACCOUNT_VERIFICATION",
     "ACCOUNT_VERIFICATION_FORM",
@@ -48,14 +49,19 @@ REFUSED = {
     "PAYMENTFORM",
     "PAYOUT",
     "PAYOUTFORM",
+    "PAYOUT_BY_REF_V4",
     "PAYOUT_V4",
     "PAYOUT_V4_CHECK",
     "PREAUTH",
     "PREAUTHFORM",
+    "PROCESS_RECURRING_V4",
     "REBILL",
+    "REBILL_PREAUTH",
+    "REBILL_SALE",
     "SALE",
     "SALEFORM",
     "TRANSFER_BY_REF",
+    "SYNC_ACCOUNT_VERIFICATION",
     "TRANSFER_BY_REF_V4",
     "TRANSFER_FORM",
     "TRANSFER_FORM_V4",

@@ -247,6 +247,41 @@ def test_the_v4_bank_payout_of_the_original_gateways_example_answers_its_payout_
     assert available(payer) == "87.50"
 
 
+def payout_by_ref(m: Merchant, fields: dict[str, str], private_key_pem: str | None = None) -> httpx.Response:
+    """/api/v4/payout-by-ref, signed with ``private_key_pem`` (default: the key ``key_pair()`` registers)."""
+    body = {"client-order-id": f"pbr-{uuid.uuid4().hex[:8]}", "currency": m.currency, "order_desc": "Refund", **fields}
+    url = f"{m.gateway.base}/api/v4/payout-by-ref/{m.endpoint_id}"
+    return signed_post(url, body, login=m.login, private_key_pem=private_key_pem or key_pair()[0], headers={})
+
+
+def test_a_payout_by_ref_pays_the_referenced_card_from_the_balance_and_names_its_payout(payer: Merchant) -> None:
+    from tests.support.operations import approved_order
+
+    register_key(payer.gateway, payer.login, key_pair()[1])
+    order = approved_order(payer, f"ref-{uuid.uuid4().hex[:6]}", amount="1.00")
+    ref = payer.gateway.post(f"/api/v2/create-card-ref/{payer.endpoint_id}", _card_ref_fields(payer, order))
+    answer = payout_by_ref(payer, {"amount": "12.00", "destination-card-ref-id": ref.json()["card-ref-id"]})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert (body["type"], body["payout-id"]) == ("async-response", body["paynet-order-id"])
+    status = payer.wait_final(body["payout-id"])
+    shown = (status["status"], status["transaction-type"], status["amount"], status["last-four-digits"])
+    assert shown == ("approved", "payout", "12.00", "1111")
+    assert available(payer) == "88.00"  # the 1.00 sale is not settled: it is not available yet
+    assert ledger_check(payer) == LEDGER_OK
+
+
+def test_a_payout_by_ref_is_refused_unsigned_by_the_merchants_key_or_without_a_reference_of_its_own(
+    payer: Merchant,
+) -> None:
+    register_key(payer.gateway, payer.login, key_pair()[1])
+    forged = payout_by_ref(payer, {"amount": "1.00", "destination-card-ref-id": "1"}, key_pair(2048, 1)[0])
+    assert (forged.status_code, forged.json()["error-code"]) == (401, "2")
+    assert refusal(payout_by_ref(payer, {"amount": "1.00"}))[:2] == (400, "1")
+    assert refusal(payout_by_ref(payer, {"amount": "1.00", "destination-card-ref-id": "99999999"}))[:2] == (400, "5")
+    assert available(payer) == "100.00"
+
+
 def live_endpoint_of(m: Merchant) -> Merchant:
     """The merchant's new live endpoint in its currency, as an operator creates it (with an ISO 8583
     connection it never reaches: its payouts are declined before any is sent)."""

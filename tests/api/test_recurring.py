@@ -168,6 +168,57 @@ def test_card_ref_v4_of_an_order_not_approved_is_code_6(shop: Merchant) -> None:
     refused(v4(shop, "create-card-ref", {"client_orderid": "cr4-declined", "orderid": orderid}), 6)
 
 
+# --- process-recurring-payments: a charge now ----------------------------------------------------------
+
+
+def _tokenised(shop: Merchant, pan: str = VISA) -> dict[str, str]:
+    """The card reference and recurring payment (no schedule) of a sale paid with ``pan``."""
+    client_orderid = _id()
+    answer = shop.sale(client_orderid, amount="1.00", credit_card_number=pan)
+    assert shop.wait_final(answer.json()["paynet-order-id"])["status"] == "approved"
+    return card_ref_v4(shop, client_orderid, answer.json()["paynet-order-id"])
+
+
+def charge_now(m: Merchant, payment_id: str, amount: str = "4.20", **fields: str) -> httpx.Response:
+    data = {"recurring-payment-id": payment_id, "amount": amount, "currency": m.currency, **fields}
+    return v4(m, "process-recurring-payments", data)
+
+
+def test_process_recurring_payments_charges_the_payments_card_now_as_a_sale(shop: Merchant) -> None:
+    tokenised = _tokenised(shop)
+    answer = charge_now(shop, tokenised["recurring-payment-id"], **{"client-order-id": "now-1"})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert (body["type"], body["status"], body["merchant-order-id"]) == ("async-response", "processing", "now-1")
+    charged = shop.wait_final(body["paynet-order-id"])
+    shown = (charged["status"], charged["transaction-type"], charged["amount"], charged["recurring-payment-id"])
+    assert shown == ("approved", "sale", "4.20", tokenised["recurring-payment-id"])
+    assert charged["card-ref-id"] == tokenised["card-ref-id"]
+    unnamed = charge_now(shop, tokenised["recurring-payment-id"]).json()  # its client_orderid made up
+    assert unnamed["merchant-order-id"].startswith(f"rp-{tokenised['recurring-payment-id']}-")
+    assert ledger_check(shop) == LEDGER_OK
+
+
+def test_a_charge_now_is_decided_by_the_cards_last_three_digits(shop: Merchant) -> None:
+    payment_id = _tokenised(shop, pan_ending("116"))["recurring-payment-id"]
+    declined = shop.wait_final(charge_now(shop, payment_id).json()["paynet-order-id"])
+    assert (declined["status"], declined["error-code"]) == ("declined", "116")
+
+
+def test_a_charge_now_is_refused_unsigned_by_the_merchants_key_or_on_a_payment_it_cannot_charge(
+    shop: Merchant,
+) -> None:
+    payment_id = _tokenised(shop)["recurring-payment-id"]
+    address = f"{shop.gateway.base}/api/v4/process-recurring-payments/{shop.endpoint_id}"
+    fields = {"recurring-payment-id": payment_id, "amount": "1.00", "currency": shop.currency}
+    forged = signed_post(address, fields, login=shop.login, private_key_pem=key_pair(2048, 1)[0])
+    assert (forged.status_code, forged.json()["error-code"]) == (401, "2")
+    refused(charge_now(shop, "999999999"), 5)
+    shop.gateway.cli("recurring", "cancel", payment_id)
+    body = refused(charge_now(shop, payment_id), 6)
+    assert "cancelled" in body["error-message"]
+
+
 # --- create-recurring-payment: what it answers and refuses ---------------------------------------------
 
 

@@ -34,6 +34,7 @@ def _work(
     transaction = {"stage": "processing", "serial_number": "s-1", "tx_type": tx_type.value, "amount": 1042}
     transaction["currency"] = "USD"
     placed = {"id": 9, "merchant_id": MERCHANT, "endpoint_id": 3, "card_ref_id": None, "recurring_payment_id": None}
+    placed.update(recurrent_scenario=None, enumerate_amounts=None)
     card = {"id": 1, "brand": "VISA", "exp_month": 12, "exp_year": 2030, "holder_name": "Jane Doe"}
     card["pan_ciphertext"] = TEST_VAULT.encrypt(PAN, pan_context(MERCHANT))
     sealed_cvv = TEST_VAULT.encrypt(cvv, cvv_context("s-1")) if cvv else None
@@ -78,7 +79,12 @@ def test_a_follow_up_without_its_authorization_is_a_fault_not_a_decline() -> Non
 
 @pytest.mark.parametrize(
     ("order", "initiator"),
-    [({"card_ref_id": 4}, Initiator.UNSCHEDULED), ({"recurring_payment_id": 5}, Initiator.RECURRING)],
+    [
+        ({"card_ref_id": 4}, Initiator.UNSCHEDULED),
+        ({"card_ref_id": 4, "recurrent_scenario": "REGULAR"}, Initiator.RECURRING),
+        ({"card_ref_id": 4, "recurrent_scenario": "IRREGULAR"}, Initiator.UNSCHEDULED),
+        ({"recurring_payment_id": 5}, Initiator.RECURRING),
+    ],
 )
 def test_a_charge_nobody_is_present_for_is_merchant_initiated_and_never_authenticated(
     order: dict[str, Any], initiator: Initiator

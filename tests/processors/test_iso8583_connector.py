@@ -18,6 +18,7 @@ from kassa.sandbox.acquirer_host import AcquirerHost
 from tests.api.test_card_refs import card_ref_of, make_rebill
 from tests.api.test_payouts import BANK, payout
 from tests.api.test_payouts import CARD as PAYOUT_CARD
+from tests.api.test_rebills import rebill
 from tests.api.test_recurring import card_fields, charges, move_to, subscribed
 from tests.api.test_transfers import DESTINATION, SOURCE, money, v4
 from tests.api.test_transfers import final as final_transfer
@@ -478,6 +479,42 @@ def test_a_rebill_on_a_stored_card_is_merchant_initiated_and_carries_no_cvv(
     assert rebilled["status"] == "approved"
     [message] = _messages_of(host, seen)
     assert (message["t"], message["4"], message["48"]) == ("0200", "000000000700", "MI001U")
+
+
+def test_a_rebills_recurrent_scenario_reaches_field_48_as_its_mit_indicator(
+    iso_merchant: Merchant, host: AcquirerHost
+) -> None:
+    order = iso_merchant.sale("iso-sc0").json()["paynet-order-id"]
+    assert iso_merchant.wait_final(order)["status"] == "approved"
+    ref = card_ref_of(iso_merchant, "iso-sc0", order)
+    for scenario, indicator in (("REGULAR", "MI001R"), ("IRREGULAR", "MI001U")):
+        seen = len(host.received)
+        answer = make_rebill(iso_merchant, f"iso-sc-{scenario}", ref, "7.00", recurrent_scenario=scenario)
+        assert final(iso_merchant, answer)["status"] == "approved"
+        [message] = _messages_of(host, seen)
+        assert (message["t"], message["48"]) == ("0200", indicator)
+
+
+def test_a_rebill_preauth_tries_each_enumerated_amount_as_an_authorization_until_one_is_approved(
+    iso_merchant: Merchant, host: AcquirerHost
+) -> None:
+    order = iso_merchant.sale("iso-en0").json()["paynet-order-id"]
+    assert iso_merchant.wait_final(order)["status"] == "approved"
+    ref = card_ref_of(iso_merchant, "iso-en0", order)
+    seen = len(host.received)
+    answer = rebill(iso_merchant, "make-rebill-preauth", ref, "21.16", client_orderid="iso-en1", **{
+        "enumerate_amounts": "11.16,10.00,5.00",
+    })  # fmt: skip
+    held = final(iso_merchant, answer)
+    assert (held["status"], held["transaction-type"], held["amount"]) == ("approved", "preauth", "10.00")
+    tries = _messages_of(host, seen)  # the host lacks funds for amounts ending in 116
+    assert [(m["t"], m["4"]) for m in tries] == [
+        ("0100", "000000002116"), ("0100", "000000001116"), ("0100", "000000001000"),
+    ]  # fmt: skip
+    assert _sent(host, "0100", held["processor-rrn"]) == tries[-1]
+    assert final(iso_merchant, capture(iso_merchant, "iso-en1", held["paynet-order-id"]))["status"] == "approved"
+    advice = _messages_of(host, seen + 3)[0]
+    assert (advice["t"], advice["4"], advice["90"][:10]) == ("0220", "000000001000", "0100" + tries[-1]["11"])
 
 
 def test_the_3ds_result_reaches_field_48(iso_merchant: Merchant, host: AcquirerHost) -> None:

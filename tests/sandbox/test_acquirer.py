@@ -42,6 +42,25 @@ def test_without_a_cvv2_digits_outside_the_table_approve() -> None:
     assert decide(trigger_of("116"), False, 7, "serial").stage is Stage.DECLINED
 
 
+@pytest.mark.parametrize(
+    ("cvv", "amount", "stage", "code"),
+    [
+        (None, 1116, Stage.DECLINED, "116"),  # a rebill on a card that would pass
+        ("123", 2116, Stage.DECLINED, "116"),
+        (None, 1115, Stage.APPROVED, None),
+        ("999", 1116, Stage.DECLINED, "100"),  # declined by its CVV2 first
+    ],
+)
+def test_a_card_payment_whose_amount_ends_in_116_lacks_the_funds(
+    cvv: str | None, amount: int, stage: Stage, code: str | None
+) -> None:
+    card = Card("4111111111111111", 12, 2030, "Jane Doe", "VISA", cvv)
+    outcome = asyncio.run(
+        SandboxProcessor().process(Authorize(7, "s", amount, "USD", "SHOP", card, True, Initiator.UNSCHEDULED))
+    )
+    assert (outcome.stage, outcome.error_code, outcome.processor_tx_id) == (stage, code, "PNTEST-7")
+
+
 def test_every_trigger_has_an_outcome() -> None:
     for trigger in Trigger:
         assert decide(trigger, True, 1, "s").stage in set(Stage)

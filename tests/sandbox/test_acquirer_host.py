@@ -169,6 +169,18 @@ def test_without_a_cvv2_the_cards_last_three_digits_decide(
     run(scenario)
 
 
+@pytest.mark.parametrize(
+    ("processing_code", "amount", "code"),
+    [("000000", "000000001116", "51"), ("000000", "000000001115", "00"), ("260000", "000000001116", "00")],
+)
+def test_a_card_payment_whose_amount_ends_in_116_lacks_the_funds(processing_code: str, amount: str, code: str) -> None:
+    async def scenario(host: AcquirerHost) -> None:
+        answer = await (await Link.to(host)).ask(_financial("0100", 9, CARD, processing_code, **{"4": amount}))
+        assert (answer["39"], answer["4"]) == (code, amount)
+
+    run(scenario)
+
+
 def test_a_217_authorization_is_never_answered_and_its_reversal_is() -> None:
     async def scenario(host: AcquirerHost) -> None:
         link = await Link.to(host)

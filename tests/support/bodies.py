@@ -29,6 +29,7 @@ _VALID = {
     "cardrefid": "1",
     "recipient-account-number": "40817810099910004312",
     "recipient-bank-bic": "DEUTDEFF",
+    "recurring-payment-id": "1",
 }
 
 

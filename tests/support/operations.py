@@ -15,11 +15,14 @@ def preauth(m: Merchant, client_orderid: str, amount: str = "100.00", **fields: 
     return m.gateway.post(f"/api/v2/preauth/{m.endpoint_id}", data)
 
 
-def account_verification(m: Merchant, client_orderid: str, cvv2: str = "123") -> httpx.Response:
-    data = m.sale_fields(client_orderid, cvv2=cvv2, amount="0")
+def account_verification(
+    m: Merchant, client_orderid: str, cvv2: str = "123", operation: str = "account-verification", **fields: str
+) -> httpx.Response:
+    """An account verification, or ``operation`` signed as one (``sync/account-verification``)."""
+    data = m.sale_fields(client_orderid, cvv2=cvv2, amount="0", **fields)
     del data["amount"]
-    data["control"] = sha1(m.endpoint_id, client_orderid, data["email"], m.control_key)
-    return m.gateway.post(f"/api/v2/account-verification/{m.endpoint_id}", data)
+    data["control"] = fields.get("control") or sha1(m.endpoint_id, client_orderid, data["email"], m.control_key)
+    return m.gateway.post(f"/api/v2/{operation}/{m.endpoint_id}", data)
 
 
 def follow_up_fields(m: Merchant, client_orderid: str, orderid: str, amount: str | None = None) -> dict[str, str]:

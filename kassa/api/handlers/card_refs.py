@@ -1,7 +1,10 @@
-"""Card references (CONTRACT §13): create-card-ref stores the card of an approved order for reuse,
-get-card-info shows what may be shown of it, make-rebill charges it with no cardholder present."""
+"""Card references (CONTRACT §13, §17): create-card-ref stores the card of an approved order for reuse,
+get-card-info shows what may be shown of it, make-rebill (and make-rebill-sale) charges it and
+make-rebill-preauth holds an amount on it, with no cardholder present."""
 
 from __future__ import annotations
+
+import dataclasses
 
 from kassa.api.context import OperationRequest, Reply
 from kassa.api.errors import ApiError, Code, field_error
@@ -10,6 +13,7 @@ from kassa.api.handlers.payments import new_order, open_order
 from kassa.clock import now_ms, today
 from kassa.core import followups, rebills, recurring
 from kassa.domain.money import Currency
+from kassa.domain.rebills import kept
 from kassa.domain.transactions import TxType
 from kassa.storage import card_refs as card_ref_store
 from kassa.storage.prepared import Record
@@ -62,12 +66,29 @@ async def get_card_info(req: OperationRequest) -> Reply:
 
 
 async def make_rebill(req: OperationRequest) -> Reply:
-    """A new sale order on the stored card; the CVV, when sent, goes to the acquirer but starts no 3-D
-    Secure: nobody is there to answer a challenge."""
-    cur: Currency = req.values["currency"]
+    """A new sale order on the stored card (make-rebill, make-rebill-sale)."""
+    return await _rebill(req, TxType.SALE)
+
+
+async def make_rebill_preauth(req: OperationRequest) -> Reply:
+    """A new preauth order on the stored card, captured, voided or returned as any preauth."""
+    return await _rebill(req, TxType.PREAUTH)
+
+
+async def _rebill(req: OperationRequest, tx_type: TxType) -> Reply:
+    """An order of ``tx_type`` charging the stored card, at ``amount`` and then at each enumerated amount
+    until one is approved, sent as ``recurrent_scenario`` says. The CVV, when sent, goes to the acquirer
+    but starts no 3-D Secure: nobody is there to answer a challenge."""
+    values = req.values
+    cur: Currency = values["currency"]
     endpoint = serving_within_limits(req, cur)
+    lower: tuple[int, ...] = values.get("enumerate_amounts", ())
+    if lower and (problem := endpoint.amount_limit_problem(lower[-1])):
+        raise ApiError(Code.AMOUNT, f"enumerate_amounts: {problem}")
     stored = await usable_card(req)
-    return await open_order(req, rebills.sale_on(new_order(req, TxType.SALE, endpoint.id, cur), stored))
+    new = rebills.charge_on(new_order(req, tx_type, endpoint.id, cur), stored)
+    scenario: str | None = values.get("recurrent_scenario")
+    return await open_order(req, dataclasses.replace(new, recurrent_scenario=scenario, enumerate_amounts=kept(lower)))
 
 
 async def usable_card(req: OperationRequest, field: str = "cardrefid") -> rebills.StoredCard:

@@ -1,10 +1,12 @@
-"""Card operations that start an order: sale, preauth and account verification, sent with the card
-or as hosted forms (the card is then collected on the gateway's page). Rebills (``card_refs``) start
-theirs through the same ``new_order`` and ``open_order``."""
+"""Card operations that start an order: sale, preauth and account verification (also answered
+synchronously), sent with the card or as hosted forms (the card is then collected on the gateway's page).
+Rebills (``card_refs``) start theirs through the same ``new_order`` and ``open_order``."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,16 +14,25 @@ import orjson
 
 from kassa.api.context import OperationRequest, Reply
 from kassa.api.errors import ApiError, Code, field_error
-from kassa.api.handlers.common import async_reply, serving_endpoint, serving_within_limits
+from kassa.api.handlers import status
+from kassa.api.handlers.common import async_reply, change_order, serving_endpoint, serving_within_limits
 from kassa.clock import now_ms
-from kassa.core import opening
+from kassa.core import followups, opening
+from kassa.core.followups import OrderRef
 from kassa.domain import money
+from kassa.domain.lifecycle import Stage
 from kassa.domain.money import Currency
 from kassa.domain.transactions import TxType, rule
-from kassa.storage.orders import NewCard, NewOrder, Started
+from kassa.storage import orders as order_store
+from kassa.storage.orders import NewCard, NewOrder, OrderSnapshot, Started
 from kassa.vault import tokens
 from kassa.vault.keys import cvv_context
 from kassa.web import addresses
+
+# How long sync account verification waits for the acquirer's decision before it answers ``processing`` (the
+# merchant then asks status): the ISO 8583 response timeout (20 s) and a reversal's fit inside it.
+_SYNC_WAIT_SECONDS = 30.0
+_SYNC_POLL_SECONDS = 0.02
 
 _CUSTOMER_FIELDS = (
     "first_name", "last_name", "ssn", "birthday", "address1", "city", "state", "zip_code", "country",
@@ -39,6 +50,39 @@ async def preauth(req: OperationRequest) -> Reply:
 
 async def account_verification(req: OperationRequest) -> Reply:
     return await start_card_order(req, TxType.ACCOUNT_VERIFICATION)
+
+
+async def sync_account_verification(req: OperationRequest) -> Reply:
+    """An account verification answered once the acquirer has decided it (or it waits for the cardholder's
+    3-D Secure step, or ``_SYNC_WAIT_SECONDS`` went by): its status, with the card reference an approved
+    one stores (the same on a repeat) and the phone sent."""
+    opened = await account_verification(req)
+    order_id, client_orderid = int(opened["paynet-order-id"]), req.values["client_orderid"]
+    snapshot = await _decided(req, order_id)
+    verification = snapshot.transactions[0]
+    reply = await status.report(req, snapshot, verification)
+    if Stage(verification["stage"]) is Stage.APPROVED:
+        ref = OrderRef(req.endpoint.member_ids(), order_id, client_orderid)
+        reply["card-ref-id"] = str(await change_order(req, lambda conn: followups.card_reference(conn, ref, now_ms())))
+    if "phone" in req.values:
+        reply["phone"] = req.values["phone"]
+    return reply
+
+
+async def _decided(req: OperationRequest, order_id: int) -> OrderSnapshot:
+    """The order once its first transaction has left ``processing``, or as it is after ``_SYNC_WAIT_SECONDS``
+    (or when the gateway begins to stop)."""
+    endpoint_ids, deadline = req.endpoint.member_ids(), time.monotonic() + _SYNC_WAIT_SECONDS
+    while True:
+        found = await req.services.db.read_point(
+            lambda conn: order_store.find_order(conn, endpoint_ids, order_id, None)
+        )
+        assert found is not None, "the order was opened for this request"
+        if Stage(found.transactions[0]["stage"]) is not Stage.PROCESSING:
+            return found
+        if time.monotonic() >= deadline or req.services.stopping:
+            return found
+        await asyncio.sleep(_SYNC_POLL_SECONDS)
 
 
 async def sale_form(req: OperationRequest) -> Reply:
@@ -108,7 +152,7 @@ def new_order(
     hosted: bool = False,
 ) -> NewOrder:
     """The order a request starts, paid with the ``card`` it sent or, ``hosted``, a card the gateway's page
-    will collect (a rebill's stored card: ``core.rebills.sale_on``)."""
+    will collect (a rebill's stored card: ``core.rebills.charge_on``)."""
     values, settings = req.values, req.services.settings
     cvv: str | None = values.get("cvv2")
     return NewOrder(

@@ -77,6 +77,16 @@ async def payout_v4(req: OperationRequest) -> Reply:
     return {**reply, "payout-id": reply["paynet-order-id"]}
 
 
+async def payout_by_ref(req: OperationRequest) -> Reply:
+    """v4's payout to the card of a card reference of the merchant's (``destination-card-ref-id``): the
+    one-step payout to a card, its answer naming the payout (``payout-id``)."""
+    cur: Currency = req.values["currency"]
+    endpoint = serving_within_limits(req, cur)
+    new = await _to_card(req, new_order(req, TxType.PAYOUT, endpoint.id, cur))
+    reply = await _open(req, new, None)
+    return {**reply, "payout-id": reply["paynet-order-id"]}
+
+
 _CARD_REFERENCES = ("sending-card-ref-id", "receiving-card-ref-id")
 
 
@@ -177,7 +187,7 @@ async def transfer(req: OperationRequest) -> Reply:
     if req.values.get("deposit2card") == "true":
         if "destination-card-no" in req.values or _TO_PAYMENT not in req.values:
             return await _deposit_transfer(req, None)
-        lender = await _recurring_card(req, _TO_PAYMENT)
+        lender = await recurring_card(req, _TO_PAYMENT)
         return await _deposit_transfer(req, lender.card["id"], [lender])
     cur: Currency = req.values["currency"]
     endpoint = serving_within_limits(req, cur)
@@ -189,7 +199,7 @@ async def transfer(req: OperationRequest) -> Reply:
 async def _from_source_card(req: OperationRequest, new: NewOrder) -> tuple[NewOrder, list[Lent]]:
     """``new`` with the card it takes from: the one sent, or the one a recurring payment lends."""
     if _FROM_PAYMENT in req.values:
-        source = await _recurring_card(req, _FROM_PAYMENT)
+        source = await recurring_card(req, _FROM_PAYMENT)
         return dataclasses.replace(new, card_id=source.card["id"]), [source]
     if "credit_card_number" not in req.values:
         raise field_error("credit_card_number", f"is required (or {_FROM_PAYMENT}, or deposit2card=true)")
@@ -203,7 +213,7 @@ async def _receiving_card(req: OperationRequest) -> tuple[NewDestination, list[L
         return _card_number(req, req.values["destination-card-no"]), []
     if _TO_PAYMENT not in req.values:
         raise field_error("destination-card-no", f"is required (or {_TO_PAYMENT})")
-    stored = await _recurring_card(req, _TO_PAYMENT)
+    stored = await recurring_card(req, _TO_PAYMENT)
     pan = req.services.vault.decrypt(stored.card["pan_ciphertext"], pan_context(req.merchant_id))
     return _card_number(req, pan), [stored]
 
@@ -239,9 +249,10 @@ class Lent:
     card: Record
 
 
-async def _recurring_card(req: OperationRequest, field: str) -> Lent:
+async def recurring_card(req: OperationRequest, field: str) -> Lent:
     """The card of the merchant's recurring payment ``field`` names: code 5 when there is none. Whether the
-    payment may still lend it is decided as the transfer is written (``_open``)."""
+    payment may still lend it is decided as the order that uses it is written (``_open``, and
+    ``core.recurring.charge_now`` for a charge of it)."""
     payment_id, merchant_id = int(req.values[field]), req.merchant_id
     card = await req.services.db.read(lambda conn: recurring_store.card_of(conn, merchant_id, payment_id))
     if card is None:

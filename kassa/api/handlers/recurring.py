@@ -1,5 +1,6 @@
 """create-recurring-payment (CONTRACT §13): a subscription that charges a stored card, or the card sent with
-it, on a schedule (``domain.recurring``); the scheduler makes the charges (``core.recurring``)."""
+it, on a schedule (``domain.recurring``); the scheduler makes the charges (``core.recurring``), and
+process-recurring-payments (§17) one more whenever the merchant asks."""
 
 from __future__ import annotations
 
@@ -10,11 +11,14 @@ from kassa.api.context import OperationRequest, Reply
 from kassa.api.errors import ApiError, Code, field_error
 from kassa.api.handlers.card_refs import usable_card
 from kassa.api.handlers.common import serving_within_limits
-from kassa.api.handlers.payments import new_card, request_fingerprint
+from kassa.api.handlers.payments import answer_opened, new_card, new_order, request_fingerprint
+from kassa.api.handlers.payouts import recurring_card
 from kassa.clock import now_ms
-from kassa.core import recurring
+from kassa.core import rebills, recurring
+from kassa.core.errors import PaymentEnded
 from kassa.domain.money import Currency
 from kassa.domain.recurring import Schedule, ScheduleError, date_of, schedule_of
+from kassa.domain.transactions import TxType
 from kassa.storage.orders import NewCard
 from kassa.storage.recurring import NewPayment
 
@@ -58,6 +62,27 @@ async def create_recurring_payment(req: OperationRequest) -> Reply:
         "recurring-payment-id": str(created.payment_id),
         "merchant-order-id": values["client_orderid"],
     }
+
+
+async def process_recurring_payments(req: OperationRequest) -> Reply:
+    """A charge now of a recurring payment's card for the ``amount`` and ``currency`` sent: a sale order as a
+    rebill's, outside the payment's schedule; its client_orderid the one sent, or made up from the payment
+    and the request's serial number."""
+    if "client_orderid" not in req.values:
+        made_up = f"rp-{req.values['recurring-payment-id']}-{req.serial}"
+        req = dataclasses.replace(req, values={**req.values, "client_orderid": made_up})
+    cur: Currency = req.values["currency"]
+    endpoint = serving_within_limits(req, cur)
+    lent = await recurring_card(req, "recurring-payment-id")
+    stored = rebills.StoredCard.of(lent.card, lent.card["card_ref_id"])
+    new = rebills.charge_on(new_order(req, TxType.SALE, endpoint.id, cur), stored)
+    new = dataclasses.replace(new, recurring_payment_id=lent.payment_id)
+    try:
+        started = await req.write(lambda conn: recurring.charge_now(conn, new))
+    except PaymentEnded as ended:
+        message = f"recurring-payment-id names a recurring payment that is {ended.status}: its card is not charged"
+        raise ApiError(Code.STATE, message) from None
+    return answer_opened(req, new, started, callbacks_queued=False)
 
 
 def _check_card_fields(values: dict[str, Any]) -> None:

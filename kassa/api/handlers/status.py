@@ -36,11 +36,17 @@ async def status(req: OperationRequest) -> Reply:
     if snapshot is None:
         raise ApiError(Code.NOT_FOUND, "no such order for this endpoint")
     asked: str | None = values.get("by-request-sn")
-    tx = _reported_transaction(snapshot, asked)
-    stage = Stage(tx["stage"])
-    reply = _status_fields(req, snapshot, tx, stage)
+    reply = await report(req, snapshot, _reported_transaction(snapshot, asked))
     if asked:
         reply["by-request-sn"] = req.form["by-request-sn"]  # echoed as sent
+    return reply
+
+
+async def report(req: OperationRequest, snapshot: OrderSnapshot, tx: Record) -> Reply:
+    """The status-response fields of the order ``snapshot`` as its transaction ``tx`` leaves it: the browser
+    step it waits for, where its payout goes."""
+    stage = Stage(tx["stage"])
+    reply = _status_fields(req, snapshot, tx, stage)
     if stage in (Stage.THREE_D_METHOD, Stage.THREE_D_VALIDATING):
         reply.update(await _browser_step(req, tx))
     if rule(TxType(snapshot.order["tx_type"])).reads_destination(has_card=snapshot.card is not None):

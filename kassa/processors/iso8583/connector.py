@@ -84,12 +84,12 @@ class IsoProcessor:
         return self._link
 
     async def process(self, request: Request, *, first: bool = False) -> Outcome:
-        """Sends ``request``, unless a message of it went out before (a job run again after a crash, or one
-        whose reversal is repeated): then its outcome is that message's, reconciled."""
+        """Sends ``request``, unless a message of it (at its amount) went out before (a job run again after
+        a crash, or one whose reversal is repeated): then its outcome is that message's, reconciled."""
         if first:
             return await self.send(request)
         last = await self._db.read_point(lambda conn: store.last_of(conn, request.serial))
-        if last is not None and last["state"] != State.UNSENT:
+        if last is not None and last["state"] != State.UNSENT and store.of_try(last, request.amount):
             return await self.reconcile(request)
         return await self.send(request)
 
@@ -134,7 +134,7 @@ class IsoProcessor:
         it) in the same transaction: its row, and its fields with the RRN, the row's id."""
         stan, at = await self._stans.next(), _utc_now()
         unnumbered = self._message(request, original, stan, 0, at)
-        mti, code, serial, moment = unnumbered["t"], unnumbered["3"], request.serial, now_ms()
+        mti, code, serial, moment, amount = unnumbered["t"], unnumbered["3"], request.serial, now_ms(), request.amount
 
         def record(conn: DbConnection) -> int:
             if after is not None:
@@ -147,7 +147,7 @@ class IsoProcessor:
                     approval_code=after.approval_code,
                     repeated=after.repeated,
                 )
-            return store.sent(conn, serial, self.connection_id, mti, code, stan, _ms(at))
+            return store.sent(conn, serial, self.connection_id, mti, code, stan, _ms(at), amount)
 
         message_id = await self._db.write(record)
         sent = {
