@@ -334,6 +334,16 @@ OPERATIONS: tuple[Operation, ...] = (
         summary="Card reference (v4)",
     ),
     Operation(
+        path="/api/v4/status",
+        code="STATUS_V4",
+        request_schema="StatusV4Request",
+        response=STATUS,
+        signing=OAuth.RSA_SHA256,
+        fields=s.STATUS_V4_FIELDS,
+        handler=status.status,
+        summary="The state of an order, signed as v4 (the original gateway's v4 examples poll it)",
+    ),
+    Operation(
         path="/api/v4/create-recurring-payment",
         code="CREATE_RP_V4",
         request_schema="RecurringPaymentForCreation",

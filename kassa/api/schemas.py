@@ -85,6 +85,8 @@ STATUS_FIELDS = (
     Field("by-request-sn", f.serial, False, "serial number of the transaction to report"),
     CONTROL,
 )
+# The same question signed with OAuth RSA-SHA256 (CONTRACT §17): no control, login optional as on every v4 row.
+STATUS_V4_FIELDS = (Field("login", f.text(64), False, "if sent, the endpoint's merchant"), *STATUS_FIELDS[1:-1])
 THREEDS_UPLOAD_FIELDS = (LOGIN, CLIENT_ORDERID, ORDERID, CONTROL)
 # CONTRACT §13: one kind of destination, named by payout_method or by the fields sent
 # (``domain.destinations`` checks the combination and each number).
