@@ -133,3 +133,77 @@ def test_a_network_failure_is_retried_with_the_same_ticket(page: Page, checkout:
     expect(page.locator("#result")).to_have_text("Payment approved", timeout=20_000)
     assert len(failures) == 1
     no_violations(page, console)
+
+
+def test_the_fields_are_labelled_autocompleted_and_reached_by_tab_in_order_at_phone_width(
+    page: Page, checkout: Checkout
+) -> None:
+    open_checkout(page, checkout)
+    wanted = {"card-number": ("cc-number", "Card number"), "card-expiry": ("cc-exp", "Expiry date (MM/YY)")}
+    wanted["card-cvc"] = ("cc-csc", "Security code")
+    for container, (autocomplete, label) in wanted.items():
+        assert page.get_attribute(f"#{container} iframe", "title") == label
+        inside = field(page, container)
+        expect(inside.locator("input")).to_have_attribute("autocomplete", autocomplete)
+        expect(inside.get_by_label(label)).to_have_count(1)  # the input's accessible name
+        expect(inside.locator("#hf-error")).to_have_attribute("aria-live", "polite")
+    page.focus("#name")
+    for container in wanted:
+        page.keyboard.press("Tab")
+        expect(field(page, container).locator("input")).to_be_focused()
+        expect(page.locator(f"#{container}")).to_have_class("field hf-field hf-field--focus")
+    page.keyboard.press("Tab")
+    expect(page.locator("#pay")).to_be_focused()
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")  # 390 px: nothing overflows
+    cvc = page.locator("#card-cvc iframe").bounding_box()
+    assert cvc is not None and cvc["x"] + cvc["width"] <= 390 and cvc["width"] > 100
+
+
+def test_a_wrong_card_is_explained_in_the_field_and_its_ticket_still_pays_once_corrected(
+    page: Page, checkout: Checkout, console: list[str], screenshots: Path
+) -> None:
+    open_checkout(page, checkout, "?theme=dark")
+    type_card(page, number="4444 4444 4444 4444", exp="01/20")  # fails Luhn; expired
+    number = field(page, "card-number").locator("input")
+    expect(number).to_have_attribute("aria-invalid", "true")
+    expect(field(page, "card-number").locator("#hf-error")).to_have_text(
+        "This card number is not valid: check the digits."
+    )
+    expect(field(page, "card-expiry").locator("#hf-error")).to_have_text("This card has expired.")
+    expect(page.locator("#card-number")).to_have_class("field hf-field hf-field--filled hf-field--error")
+    page.click("#pay")
+    expect(page.locator("#message")).to_have_text("This card number is not valid: check the digits.")
+    page.screenshot(path=str(screenshots / "hosted-fields-error-dark-phone.png"), full_page=True)
+    [problem] = page.evaluate("window.shopLog.errors")
+    assert (problem["code"], problem["field"]) == (2002, "card-number")  # checked in the iframe: ticket unspent
+    number.fill("")
+    number.press_sequentially(TEST_CARD)
+    expiry = field(page, "card-expiry").locator("input")
+    expiry.fill("")
+    expiry.press_sequentially(future_expiry().replace("/", ""))
+    expect(page.locator("#card-number")).to_have_class("field hf-field hf-field--filled")
+    page.screenshot(path=str(screenshots / "hosted-fields-dark-phone.png"), full_page=True)
+    page.click("#pay")
+    expect(page.locator("#result")).to_have_text("Payment approved", timeout=20_000)
+    assert len(checkout.sales) == 1
+    no_violations(page, console)
+
+
+def test_styles_beyond_the_allow_list_are_dropped_and_the_sdk_refuses_the_shops_own_origin(
+    page: Page, checkout: Checkout, console: list[str]
+) -> None:
+    open_checkout(page, checkout)
+    page.evaluate(
+        """window.shopFields.setStyle('card-number', {input: {color: 'rgb(1, 2, 3)', letterSpacing: '2px',
+            position: 'absolute', backgroundImage: 'url(https://tracker.example/x.png)'}})"""
+    )
+    number = field(page, "card-number").locator("input")
+    expect(number).to_have_css("color", "rgb(1, 2, 3)")
+    expect(number).to_have_css("letter-spacing", "2px")
+    expect(number).to_have_css("position", "static")
+    expect(number).to_have_css("background-image", "none")
+    page.goto(checkout.url("?sdk=own"))  # a copy of the SDK on the shop's origin: its fields would be the shop's
+    page.wait_for_function("window.shopLog.errors.length > 0")
+    assert [e["code"] for e in page.evaluate("window.shopLog.errors")] == [1002]
+    assert page.locator("iframe").count() == 0
+    assert console == []

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
@@ -18,6 +19,7 @@ from tests.support.gateway import Merchant, free_port, sha1
 from tests.support.hosted_fields import ephemeral_ticket, sale, status, tokenize
 
 PAGES = Path(__file__).parent.parent / "pages" / "merchant_checkout"
+SDK_COPY = resources.files("kassa.pages") / "static" / "hosted-fields.js"
 
 
 def policy(sdk_origin: str) -> str:
@@ -53,14 +55,11 @@ class Checkout:
     def url(self, query: str = "") -> str:
         return f"{self.origin}/{query}"
 
-    def page(self, name: str, theme: str) -> bytes:
-        text = (PAGES / name).read_text()
-        return (
-            text.replace("SDK_URL", self.sdk_url)
-            .replace("ENDPOINT_ID", str(self.merchant.endpoint_id))
-            .replace("THEME", theme)
-            .encode()
-        )
+    def page(self, name: str, theme: str, *, own_sdk: bool = False) -> bytes:
+        """``own_sdk``: the page loads a copy of the SDK from the shop's own origin, as it must not."""
+        sdk = f"{self.origin}/hosted-fields.js" if own_sdk else self.sdk_url
+        text = (PAGES / name).read_text().replace("SDK_URL", sdk).replace("THEME", theme)
+        return text.replace("ENDPOINT_ID", str(self.merchant.endpoint_id)).encode()
 
     def ticket(self, spent: bool) -> str:
         found = ephemeral_ticket(self.merchant)
@@ -102,7 +101,10 @@ def _handler(checkout: Checkout) -> type[BaseHTTPRequestHandler]:
             parts = urlsplit(self.path)
             query = dict(parse_qsl(parts.query))
             if parts.path == "/":
-                self._send(checkout.page("index.html", query.get("theme", "light")), "text/html")
+                own = query.get("sdk") == "own"
+                self._send(checkout.page("index.html", query.get("theme", "light"), own_sdk=own), "text/html")
+            elif parts.path == "/hosted-fields.js":
+                self._send(SDK_COPY.read_bytes(), "text/javascript")
             elif parts.path in ("/shop.js", "/shop.css"):
                 kind = "text/javascript" if parts.path.endswith(".js") else "text/css"
                 self._send((PAGES / parts.path[1:]).read_bytes(), kind)
