@@ -13,6 +13,7 @@ from starlette.responses import JSONResponse, Response
 from kassa.clock import now_ms, today
 from kassa.core import hosted_fields as core
 from kassa.core.opening import new_card
+from kassa.domain import cards
 from kassa.domain import hosted_fields as hf
 from kassa.domain.hosted_fields import Part
 from kassa.pages.rendering import render_page
@@ -27,8 +28,15 @@ _MAX_BODY = 4096  # a ticket, an endpoint id and a card: far less
 _TEXT_MAX = 100  # a label or placeholder the merchant's page chose
 _LABELS = {Part.PAN: "Card number", Part.EXP: "Expiry date (MM/YY)", Part.CVV: "Security code"}
 _AUTOCOMPLETE = {Part.PAN: "cc-number", Part.EXP: "cc-exp", Part.CVV: "cc-csc"}
-# Inside a <script type="application/json">: no "<" may end it early.
-_PROBLEMS = orjson.dumps({str(p.code): p.as_json() for p in hf.PROBLEMS}).decode().replace("<", "\\u003c")
+
+
+def _script_json(value: object) -> str:
+    """``value`` as JSON to stand inside a <script type="application/json">: no "<" may end it early."""
+    return orjson.dumps(value).decode().replace("<", "\\u003c")
+
+
+_PROBLEMS = _script_json({str(p.code): p.as_json() for p in hf.PROBLEMS})
+_BRANDS = _script_json([[length, first, last, brand.value] for length, first, last, brand in cards.IIN_RANGES])
 
 
 def _static(name: str) -> bytes:
@@ -72,6 +80,7 @@ class HostedFields:
             placeholder=query.get("placeholder", "")[:_TEXT_MAX],
             autocomplete=_AUTOCOMPLETE[part],
             problems=_PROBLEMS,
+            brands=_BRANDS,
         )
         return html(page)
 

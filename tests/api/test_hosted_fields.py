@@ -177,6 +177,35 @@ def test_an_expired_ticket_tokenizes_nothing_and_a_token_expires_with_its_ticket
     answer = sale(shop, token)
     assert (answer.status_code, answer.json()["error-code"]) == (400, 1)
     assert "unknown or has expired" in answer.json()["error-message"]
+    assert kept_card_secrets(clock_gateway, shop) == 0  # the unused card's number and CVV are gone
+
+
+def kept_card_secrets(gateway: Gateway, m: Merchant) -> int:
+    """How many of the merchant's tickets still keep a card number or a CVV."""
+    from sqlalchemy import func, or_, select
+
+    from kassa.storage.database import open_database
+    from kassa.storage.tables import hosted_fields_tickets as tickets
+    from kassa.storage.tables import merchants
+
+    db = open_database(gateway.database_url, threads=1)
+    try:
+        query = (
+            select(func.count())
+            .select_from(tickets.join(merchants, merchants.c.id == tickets.c.merchant_id))
+            .where(merchants.c.login == m.login)
+            .where(or_(tickets.c.pan_ciphertext.is_not(None), tickets.c.cvv_ciphertext.is_not(None)))
+        )
+        return int(db.read_sync(lambda conn: conn.execute(query).scalar_one()))
+    finally:
+        db.close()
+
+
+def test_a_sale_leaves_its_ticket_neither_the_card_number_nor_the_cvv(shop: Merchant) -> None:
+    token = token_for(shop)
+    assert kept_card_secrets(shop.gateway, shop) == 1
+    assert sale(shop, token).status_code == 200
+    assert kept_card_secrets(shop.gateway, shop) == 0
 
 
 def test_a_ticket_within_its_15_minutes_still_tokenizes(clock_gateway: Gateway, clock_merchant: Merchant) -> None:

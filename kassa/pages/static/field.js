@@ -32,13 +32,7 @@
     "textAlign"
   ];
   var SAFE_VALUE = /^[^;{}<>\\@]{0,120}$/;
-  var BRANDS = [  // as kassa/domain/cards.py: the longest prefix wins
-    [4, 2221, 2720, "MASTERCARD"], [4, 2200, 2204, "MIR"], [4, 3528, 3589, "JCB"], [4, 6011, 6011, "DISCOVER"],
-    [3, 644, 649, "DISCOVER"], [3, 300, 305, "DINERS"], [2, 51, 55, "MASTERCARD"], [2, 34, 34, "AMEX"],
-    [2, 37, 37, "AMEX"], [2, 62, 62, "UNIONPAY"], [2, 81, 81, "UNIONPAY"], [2, 65, 65, "DISCOVER"],
-    [2, 36, 36, "DINERS"], [2, 38, 39, "DINERS"], [2, 50, 50, "MAESTRO"], [2, 56, 58, "MAESTRO"],
-    [2, 63, 63, "MAESTRO"], [2, 67, 67, "MAESTRO"], [1, 4, 4, "VISA"]
-  ];
+  var BRANDS = JSON.parse(document.getElementById("hf-brands").textContent);  // kassa/domain/cards.py's, longest first
   var LENGTHS = { AMEX: [15], MASTERCARD: [16], MIR: [16, 17, 18, 19], VISA: [13, 16, 19], DINERS: [14, 15, 16, 17, 18, 19] };
   var PART_ORDER = ["pan", "exp", "cvv"];
 
@@ -351,7 +345,7 @@
     }, function () { fail(3001, null); });
   }
 
-  post({ type: "ready" });
+  post({ type: "ready", label: document.title });
   reportHeight();
   if (window.ResizeObserver) new ResizeObserver(reportHeight).observe(document.body);
 })();

@@ -11,7 +11,7 @@
   var base = script.src.replace(/[?#].*$/, "").replace(/[^/]*$/, "");
   var gatewayOrigin = new URL(base).origin;
 
-  var TYPES = { pan: "Card number", exp: "Expiry date (MM/YY)", cvv: "Security code" };
+  var TYPES = { pan: true, exp: true, cvv: true };
   var STYLE_BAGS = ["input", "placeholder", "focus"];
   var STYLE_PROPERTIES = [
     "color", "backgroundColor", "caretColor", "fontFamily", "fontSize", "fontStyle", "fontVariant", "fontWeight",
@@ -140,6 +140,7 @@
       if (field === null || !data || data.channel !== channel) return;
       if (data.type === "ready") {
         field.ready = true;
+        if (typeof data.label === "string") field.iframe.title = data.label.slice(0, 100);
         send(field, { type: "style", style: field.style });
         if (!readyCalled && fields.every(function (f) { return f.ready; })) {
           readyCalled = true;
@@ -172,7 +173,7 @@
         scheme: getComputedStyle(container).colorScheme || "normal"
       });
       iframe.src = base + "field?" + query.toString();
-      iframe.title = spec.label || TYPES[spec.type];
+      iframe.title = spec.label || "Card field";  // until the field names itself (ready)
       iframe.setAttribute("frameborder", "0");
       iframe.setAttribute("scrolling", "no");
       iframe.setAttribute("allow", "");
