@@ -7,22 +7,24 @@ from typing import Any
 from kassa.api.fields import Field, schema_of
 from kassa.api.operations import OPERATIONS, OAuth, Operation, Response
 
-_ERROR_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "type": {"type": "string"},
-        "serial-number": {"type": "string", "format": "uuid"},
-        "merchant-order-id": {"type": "string"},
-        "error-message": {"type": "string"},
-        "error-code": {"type": "string"},
-    },
-    "required": ["type", "serial-number", "error-message", "error-code"],
-}
+
+def _error_schema(code_type: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "type": {"type": "string"},
+            "serial-number": {"type": "string", "format": "uuid"},
+            "merchant-order-id": {"type": "string"},
+            "error-message": {"type": "string"},
+            "error-code": {"type": code_type},
+        },
+        "required": ["type", "serial-number", "error-message", "error-code"],
+    }
+
+
+_ERROR_SCHEMA = _error_schema("string")
 # The refusals of an operation whose error-code is a JSON number (``Response.numbers``: the v4 sale).
-_NUMERIC_ERROR_SCHEMA = {
-    **_ERROR_SCHEMA,
-    "properties": {**_ERROR_SCHEMA["properties"], "error-code": {"type": "integer"}},  # type: ignore[dict-item]
-}
+_NUMERIC_ERROR_SCHEMA = _error_schema("integer")
 
 
 def document(prefix: str, oauth_window: int) -> dict[str, Any]:

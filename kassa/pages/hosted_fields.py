@@ -4,6 +4,7 @@ All on the API's own origin: the merchant's page and its scripts never see the c
 
 from __future__ import annotations
 
+import secrets
 from importlib import resources
 
 import orjson
@@ -23,8 +24,9 @@ from kassa.storage import hosted_fields as store
 from kassa.storage.hosted_fields import Tokenized
 from kassa.vault import tokens
 from kassa.vault.keys import hosted_cvv_context
+from kassa.web.forms import FormError, read_body
 
-_MAX_BODY = 4096  # a ticket, an endpoint id and a card: far less
+_SENT = ("ticket", "endpointId", "pan", "exp", "cvv")
 _TEXT_MAX = 100  # a label or placeholder the merchant's page chose
 _LABELS = {Part.PAN: "Card number", Part.EXP: "Expiry date (MM/YY)", Part.CVV: "Security code"}
 _AUTOCOMPLETE = {Part.PAN: "cc-number", Part.EXP: "cc-exp", Part.CVV: "cc-csc"}
@@ -87,32 +89,24 @@ class HostedFields:
     async def tokenize(self, request: Request) -> Response:
         """The card of the iframes for a token, against an ephemeral ticket (JSON both ways). Only the
         field page's own script posts here: JSON needs a CORS preflight from any other origin, which gets
-        no allowance."""
+        no allowance. A request the field page would not make is refused as an unknown ticket."""
         if request.headers.get("content-type", "").partition(";")[0].strip() != "application/json":
             return _refused(hf.TICKET_UNKNOWN, 415)
-        body = await request.body()
-        try:
-            sent = orjson.loads(body) if len(body) <= _MAX_BODY else None
-        except orjson.JSONDecodeError:
-            sent = None
-        if not isinstance(sent, dict) or not all(isinstance(sent.get(k, ""), str) for k in ("ticket", "pan", "exp")):
-            return _refused(hf.TICKET_UNKNOWN, 400)
-        endpoint_id = sent.get("endpointId")
-        ticket = str(sent.get("ticket", ""))
-        if not isinstance(endpoint_id, int | str) or not str(endpoint_id).isdigit():
-            return _refused(hf.TICKET_UNKNOWN, 400)
-        digest, endpoint = tokens.digest(ticket), int(endpoint_id)
+        sent = await _sent(request)
+        if sent is None:
+            return _refused(hf.TICKET_UNKNOWN)
+        digest, endpoint = tokens.digest(sent["ticket"]), int(sent["endpointId"])
         row = await self.services.db.read_point(lambda conn: store.ticket(conn, digest))
         if problem := core.ticket_problem(row, endpoint, now_ms()):
             return _refused(problem)
         assert row is not None
         try:
-            card = hf.check_card(str(sent.get("pan", "")), str(sent.get("exp", "")), str(sent.get("cvv", "")), today())
+            card = hf.check_card(sent["pan"], sent["exp"], sent["cvv"], today())
         except hf.CardProblem as refused:
             if refused.problem.spends_ticket:
                 return await self._spend(digest, endpoint, refused.problem)
             return _refused(refused.problem)
-        token = tokens.new_token(self.services.vault)[0]
+        token = secrets.token_urlsafe(32)
         tokenized = self._sealed(card, row["merchant_id"], digest, tokens.digest(token))
         try:
             await self.services.db.write(lambda conn: core.tokenize(conn, digest, endpoint, tokenized, now_ms()))
@@ -133,6 +127,22 @@ class HostedFields:
         stored = new_card(vault, merchant_id, card.pan, card.expiry.month, card.expiry.year, "")
         cvv = vault.encrypt(card.cvv, hosted_cvv_context(ticket_digest))
         return Tokenized(token_digest, stored, cvv)
+
+
+async def _sent(request: Request) -> dict[str, str] | None:
+    """What the field page posts: ``ticket``, ``endpointId`` (digits), ``pan``, ``exp``, ``cvv``, all text;
+    None for anything else."""
+    try:
+        body = await read_body(request.receive, request.headers.get("content-length", ""))
+        sent = orjson.loads(body)
+    except (FormError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(sent, dict) or not all(isinstance(sent.get(name), str) for name in _SENT):
+        return None
+    endpoint_id = sent["endpointId"]
+    if not (endpoint_id.isascii() and endpoint_id.isdigit() and len(endpoint_id) <= 18):  # an int64 id
+        return None
+    return {name: sent[name] for name in _SENT}
 
 
 def _refused(problem: hf.Problem, status: int = 400) -> Response:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -86,6 +87,14 @@ def test_a_token_pays_one_sale_and_a_repeat_of_that_sale_gets_its_answer(shop: M
     assert again.status_code == 400
     assert again.json()["error-code"] == 1
     assert "hosted_fields_token was used already" in again.json()["error-message"]
+
+
+def test_of_concurrent_sales_with_one_token_exactly_one_is_opened(shop: Merchant) -> None:
+    token = token_for(shop)
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: sale(shop, token), range(8)))
+    assert sorted(a.status_code for a in answers) == [200] + [400] * 7
+    assert {a.json()["error-code"] for a in answers if a.status_code == 400} == {1}
 
 
 def test_a_v4_sale_with_both_a_token_and_card_fields_is_code_1(shop: Merchant) -> None:
