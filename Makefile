@@ -61,7 +61,7 @@ fuzz: $(STAMP)
 	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
 
 screenshots: $(STAMP) services
-	KASSA_SCREENSHOT_DIR=docs/screenshots $(VENV)/bin/pytest tests/pages/test_hosted_pages.py tests/console/test_every_page.py tests/console/test_an_operators_day.py
+	KASSA_SCREENSHOT_DIR=docs/screenshots $(VENV)/bin/pytest tests/pages/test_hosted_pages.py tests/pages/test_hosted_fields.py tests/console/test_every_page.py tests/console/test_an_operators_day.py
 
 bench: $(STAMP) services
 	$(VENV)/bin/python -m bench

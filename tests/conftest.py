@@ -46,7 +46,7 @@ def _template_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 BACKENDS = ("sqlite", "postgresql")
 
 # Property tests drive a real gateway over HTTP: a few examples a test keep the suite fast (each of the
-# 38 operation rows times two backends), no deadline (a request's time is the machine's, not the code's),
+# 41 operation rows times two backends), no deadline (a request's time is the machine's, not the code's),
 # and no example database in the work tree. ``HYPOTHESIS_PROFILE=thorough`` runs many more.
 settings.register_profile(
     "kassa", max_examples=6, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]

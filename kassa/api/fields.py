@@ -277,6 +277,18 @@ def _account_or_iban(text: str) -> str:
 bank_account_number = described(_bank_number(_account_or_iban), maxLength=42, pattern="^[0-9A-Za-z -]+$")
 
 
+def integer(low: int, high: int) -> Validator:
+    """A whole number from ``low`` to ``high``, perhaps negative."""
+
+    def check(value: str, _form: Mapping[str, str]) -> int:
+        text = value.removeprefix("-")
+        if not (text.isascii() and text.isdigit() and len(text) <= 9 and low <= int(value) <= high):
+            raise FieldProblem(f"must be a whole number from {low} to {high}")
+        return int(value)
+
+    return described(check, pattern="^-?[0-9]+$", maxLength=10)
+
+
 def choice(*allowed: str) -> Validator:
     def check(value: str, _form: Mapping[str, str]) -> str:
         if value not in allowed:

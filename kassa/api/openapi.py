@@ -7,17 +7,24 @@ from typing import Any
 from kassa.api.fields import Field, schema_of
 from kassa.api.operations import OPERATIONS, OAuth, Operation, Response
 
-_ERROR_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "type": {"type": "string"},
-        "serial-number": {"type": "string", "format": "uuid"},
-        "merchant-order-id": {"type": "string"},
-        "error-message": {"type": "string"},
-        "error-code": {"type": "string"},
-    },
-    "required": ["type", "serial-number", "error-message", "error-code"],
-}
+
+def _error_schema(code_type: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "type": {"type": "string"},
+            "serial-number": {"type": "string", "format": "uuid"},
+            "merchant-order-id": {"type": "string"},
+            "error-message": {"type": "string"},
+            "error-code": {"type": code_type},
+        },
+        "required": ["type", "serial-number", "error-message", "error-code"],
+    }
+
+
+_ERROR_SCHEMA = _error_schema("string")
+# The refusals of an operation whose error-code is a JSON number (``Response.numbers``: the v4 sale).
+_NUMERIC_ERROR_SCHEMA = _error_schema("integer")
 
 
 def document(prefix: str, oauth_window: int) -> dict[str, Any]:
@@ -25,6 +32,7 @@ def document(prefix: str, oauth_window: int) -> dict[str, Any]:
     schemas: dict[str, Any] = {
         "ValidationErrorResponse": _ERROR_SCHEMA,
         "ServerErrorResponse": _ERROR_SCHEMA,
+        "ValidationErrorNumericResponse": _NUMERIC_ERROR_SCHEMA,
     }
     for op in OPERATIONS:
         paths[f"{op.path}/{{endpointId}}"] = {"post": _operation(op, "endpointId")}
@@ -73,6 +81,8 @@ def _oauth_scheme(method: OAuth, window: int) -> dict[str, Any]:
 
 def _operation(op: Operation, id_name: str) -> dict[str, Any]:
     def ref(name: str) -> dict[str, Any]:
+        if name == "ValidationErrorResponse" and "error-code" in op.response.numbers:
+            name = "ValidationErrorNumericResponse"
         return {"content": {"application/vnd.pay+json": {"schema": {"$ref": f"#/components/schemas/{name}"}}}}
 
     responses: dict[str, Any] = {
@@ -166,13 +176,15 @@ def _field_schema(field: Field) -> dict[str, Any]:
 
 
 def _response_schema(response: Response) -> dict[str, Any]:
+    numbers = sorted(response.numbers & set(response.fields))
+    values = f"{', '.join(numbers)} a number, every other value a string" if numbers else "every value is a string"
     return {
         "type": "object",
-        "description": f"type = {response.type}; every value is a string",
+        "description": f"type = {response.type}; {values}",
         "properties": {
             "type": {"const": response.type},
             "serial-number": {"type": "string"},
-            **{name: {"type": "string"} for name in response.fields},
+            **{name: {"type": "integer" if name in numbers else "string"} for name in response.fields},
         },
         "additionalProperties": {"type": "string"},
     }

@@ -11,7 +11,16 @@ from enum import StrEnum
 from kassa.api import schemas as s
 from kassa.api.context import Handler
 from kassa.api.fields import Field
-from kassa.api.handlers import card_refs, followups, payments, payouts, recurring, status, threeds_uploads
+from kassa.api.handlers import (
+    card_refs,
+    followups,
+    hosted_fields,
+    payments,
+    payouts,
+    recurring,
+    status,
+    threeds_uploads,
+)
 from kassa.signing import control
 from kassa.signing.control import ControlFormula
 
@@ -29,6 +38,9 @@ class Response:
     schema: str  # the OpenAPI schema of the answer
     type: str  # the answer's ``type`` field, written by the pipeline
     fields: tuple[str, ...] = ()  # the fields the OpenAPI document names, beyond type and serial-number
+    # Fields written as JSON numbers, in the answer and in refusals (``error-code``); every other value is
+    # a string (CONTRACT §1). Only the v4 sale has any: CONTRACT §18's integrations read numbers there.
+    numbers: frozenset[str] = frozenset()
 
 
 _CARD_REF_FIELDS = ("status", "merchant-order-id", "paynet-order-id", "card-ref-id")
@@ -57,6 +69,13 @@ TRANSFER_BY_REF = Response(
     "async-response",
     ("status", "merchant-order-id", "paynet-order-id", "end-point-id", "transaction-id"),
 )
+SALE_V4 = Response(
+    "SaleV4Response",
+    "async-response",
+    ("status", "merchant-order-id", "paynet-order-id", "end-point-id"),
+    frozenset({"paynet-order-id", "error-code"}),
+)
+EPHEMERAL_TICKET = Response("EphemeralTicketResponse", "ephemeral-ticket-response", ("ephemeralTicket",))
 CARD_INFO = Response("CardInfoAsyncResponse", "get-card-info-response")
 STATUS = Response("StatusResponse", "status-response", _STATUS_FIELDS)
 # CONTRACT §17: the verification's status, the card reference an approved one stores and the phone sent.
@@ -406,6 +425,37 @@ OPERATIONS: tuple[Operation, ...] = (
         fields=s.CARDREF_V4_FIELDS,
         handler=card_refs.create_card_ref_v4,
         summary="Card reference (v4)",
+    ),
+    Operation(
+        path="/api/v4/status",
+        code="STATUS_V4",
+        request_schema="StatusV4Request",
+        response=STATUS,
+        signing=OAuth.RSA_SHA256,
+        fields=s.STATUS_V4_FIELDS,
+        handler=status.status,
+        summary="The state of an order, signed as v4 (the original gateway's v4 examples poll it)",
+    ),
+    Operation(
+        path="/api/v4/tokenize/create-ephemeral-ticket",
+        code="HOSTED_FIELDS_TICKET",
+        request_schema="EphemeralTicketRequest",
+        response=EPHEMERAL_TICKET,
+        signing=OAuth.RSA_SHA256,
+        fields=(),
+        handler=hosted_fields.create_ephemeral_ticket,
+        summary="A Hosted Fields ticket: one tokenization of a card within 15 minutes (empty body)",
+    ),
+    Operation(
+        path="/api/v4/sale",
+        code="SALE_V4",
+        request_schema="SaleV4Request",
+        response=SALE_V4,
+        signing=OAuth.RSA_SHA256,
+        fields=s.SALE_V4_FIELDS,
+        handler=hosted_fields.sale,
+        summary="Sale signed as v4, paid with a Hosted Fields token or the card fields",
+        opens_order=True,
     ),
     Operation(
         path="/api/v4/create-recurring-payment",

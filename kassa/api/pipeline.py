@@ -38,6 +38,7 @@ class Exchange:
 
     serial: str
     classic: bool = False
+    numbers: frozenset[str] = frozenset()  # the operation's fields written as JSON numbers
     client_orderid: str | None = None
     error_code: int = 0  # of the refusal given, for the request's figures
 
@@ -48,11 +49,13 @@ class Exchange:
             fields["merchant-order-id"] = self.client_orderid
         fields["error-message"] = error.message
         fields["error-code"] = str(int(error.code))
-        return render(fields, classic=self.classic, status=error.http_status, headers=error.headers)
+        return render(
+            fields, classic=self.classic, status=error.http_status, headers=error.headers, numbers=self.numbers
+        )
 
 
 async def handle(op: Operation, scope: Scope, receive: Receive, services: Services, path_id: str) -> Answer:
-    exchange = Exchange(randomness.uuid4())
+    exchange = Exchange(randomness.uuid4(), numbers=op.response.numbers)
     token = serial_var.set(exchange.serial)
     started = time.perf_counter()
     try:
@@ -161,7 +164,7 @@ async def _reply(checked: OperationRequest, exchange: Exchange) -> Answer:
     finally:  # before the answer is kept for a key: a replay's must not be
         if checked.nonce is not None:
             await checked.nonce.settle(checked.services)
-    return render(fields, classic=exchange.classic)
+    return render(fields, classic=exchange.classic, numbers=exchange.numbers)
 
 
 def _kept_refusal(exchange: Exchange, refusal: ApiError) -> Answer:

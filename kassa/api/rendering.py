@@ -32,14 +32,23 @@ class Answer:
 
 
 def render(
-    fields: Mapping[str, str], *, classic: bool, status: int = 200, headers: Mapping[str, str] | None = None
+    fields: Mapping[str, str],
+    *,
+    classic: bool,
+    status: int = 200,
+    headers: Mapping[str, str] | None = None,
+    numbers: frozenset[str] = frozenset(),
 ) -> Answer:
+    """``numbers``: the fields JSON writes as numbers (their values are decimal integers)."""
     if classic:
         # Classic clients read any status but 200 as a network failure, so refusals are 200 too; but an
         # OAuth refusal is 401 in either format (CONTRACT §4): only a client that signs with OAuth gets one.
-        body = "&".join(f"{name}={quote_plus(value)}\n" for name, value in fields.items())
-        return Answer(401 if status == 401 else 200, body.encode(), _CLASSIC_CONTENT_TYPE, headers or {})
-    return Answer(status, orjson.dumps(dict(fields)), _JSON_CONTENT_TYPE, headers or {})
+        text = "&".join(f"{name}={quote_plus(value)}\n" for name, value in fields.items())
+        return Answer(401 if status == 401 else 200, text.encode(), _CLASSIC_CONTENT_TYPE, headers or {})
+    values: dict[str, str | int] = dict(fields)
+    for name in numbers & values.keys():
+        values[name] = int(fields[name])
+    return Answer(status, orjson.dumps(values), _JSON_CONTENT_TYPE, headers or {})
 
 
 def wants_json(accept: str) -> bool:

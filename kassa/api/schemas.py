@@ -86,6 +86,8 @@ STATUS_FIELDS = (
     Field("by-request-sn", f.serial, False, "serial number of the transaction to report"),
     CONTROL,
 )
+# The same question signed with OAuth RSA-SHA256 (CONTRACT §17): no control, login optional as on every v4 row.
+STATUS_V4_FIELDS = (Field("login", f.text(64), False, "if sent, the endpoint's merchant"), *STATUS_FIELDS[1:-1])
 THREEDS_UPLOAD_FIELDS = (LOGIN, CLIENT_ORDERID, ORDERID, CONTROL)
 # CONTRACT §13: one kind of destination, named by payout_method or by the fields sent
 # (``domain.destinations`` checks the combination and each number).
@@ -132,6 +134,29 @@ TRANSFER_FIELDS = (
 )
 
 
+# CONTRACT §18: the v4 sale, paid with a Hosted Fields token or with the card fields (not both: the
+# handler checks the combination), and the payer's browser as the merchant's page saw it, for 3-D Secure 2.x.
+HOSTED_FIELDS_TOKEN = Field("hosted_fields_token", f.text(64), False, "a Hosted Fields token, instead of the card")
+SALE_V4_FIELDS = (
+    *ORDER_START,
+    HOSTED_FIELDS_TOKEN,
+    Field("credit_card_number", f.card_number, False, "card number (PAN), when no hosted_fields_token is sent"),
+    Field("card_printed_name", f.text(128), False, "cardholder name (a token carries none)"),
+    Field("expire_month", f.expire_month, False, "MM, with credit_card_number"),
+    Field("expire_year", f.expire_year, False, "YY or YYYY, with credit_card_number"),
+    Field("cvv2", f.cvv, False, "card security code, with credit_card_number"),
+    *URLS,
+    Field("customer_browser_info", f.choice("true", "false"), False, "true: the browser fields are sent"),
+    Field("customer_browser_javascript_enabled", f.choice("true", "false")),
+    Field("customer_browser_java_enabled", f.choice("true", "false")),
+    Field("customer_browser_accept_language", f.text(64), False, "the browser's language, such as en-GB"),
+    Field("customer_browser_color_depth", f.digits(2), False, "bits per pixel"),
+    Field("customer_browser_screen_width", f.digits(6), False, "pixels"),
+    Field("customer_browser_screen_height", f.digits(6), False, "pixels"),
+    Field("customer_browser_time_zone", f.integer(-840, 840), False, "minutes from UTC, as getTimezoneOffset()"),
+    Field("customer_browser_accept_header", f.text(2048), False, "the browser's Accept header"),
+    Field("customer_browser_user_agent", f.text(2048), False, "the browser's User-Agent header"),
+)
 UPLOAD_CRES_FIELDS = (*THREEDS_UPLOAD_FIELDS, Field("cres", f.text(8192), True, "the CRes, base64url"))
 BROWSER_FIELDS = tuple(
     Field(name, f.text(2048))

@@ -42,8 +42,9 @@ class Brand(StrEnum):
 
 
 # (prefix length, first, last, brand). brand_of tries longer prefixes first, so a
-# narrow range such as Discover 6011 wins over any broader one sharing its leading digits.
-_IIN_RANGES: tuple[tuple[int, int, int, Brand], ...] = tuple(
+# narrow range such as Discover 6011 wins over any broader one sharing its leading digits. Hosted Fields'
+# iframes get the same table (``pages.hosted_fields``), so that the payer's browser sees the same brands.
+IIN_RANGES: tuple[tuple[int, int, int, Brand], ...] = tuple(
     sorted(
         [
             (1, 4, 4, Brand.VISA),
@@ -71,7 +72,7 @@ _IIN_RANGES: tuple[tuple[int, int, int, Brand], ...] = tuple(
 )
 
 
-_IIN_LONGEST = max(length for length, *_ in _IIN_RANGES)
+_IIN_LONGEST = max(length for length, *_ in IIN_RANGES)
 
 # An ASCII digit to the value of the digit doubled, less 9 past 9.
 _LUHN_DOUBLED = bytes.maketrans(b"0123456789", bytes([0, 2, 4, 6, 8, 1, 3, 5, 7, 9]))
@@ -114,7 +115,7 @@ def brand_of(pan: str) -> Brand | None:
 
 @functools.lru_cache(maxsize=4096)  # every sale asks twice (number, then CVV length); few prefixes recur
 def _brand_of_prefix(prefix: str) -> Brand | None:
-    for length, first, last, brand in _IIN_RANGES:
+    for length, first, last, brand in IIN_RANGES:
         if len(prefix) >= length and first <= int(prefix[:length]) <= last:
             return brand
     return None

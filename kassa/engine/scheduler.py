@@ -1,7 +1,7 @@
 """Time-driven work: settlement at the daily cut-off, expiry of authorizations never captured, forgetting
 OAuth nonces whose timestamps the window no longer admits, the console's sign-in addresses whose
-allowance is whole again and risk limits' counts out of their windows, and the charges of recurring
-payments (``core.recurring``), each tick, on the clock it is given."""
+allowance is whole again, risk limits' counts out of their windows and the cards of expired Hosted Fields
+tickets, and the charges of recurring payments (``core.recurring``), each tick, on the clock it is given."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from kassa.clock import now_ms
 from kassa.core import recurring
 from kassa.core.settlement import expire_authorizations, settle
 from kassa.domain.recurring import Retries
-from kassa.storage import oauth_nonces, schedule, sign_in_addresses
+from kassa.storage import hosted_fields, oauth_nonces, schedule, sign_in_addresses
 from kassa.storage import risk as risk_store
 from kassa.storage.database import Database
 
@@ -77,6 +77,7 @@ class Scheduler:
         await self.db.write(lambda conn: oauth_nonces.prune(conn, (now - self.oauth_window_ms) // 1000))
         await self.db.write(lambda conn: sign_in_addresses.prune(conn, now))
         await self.db.write(lambda conn: risk_store.prune(conn, now))
+        await self.db.write(lambda conn: hosted_fields.prune(conn, now))
         await self._recurring(now)
 
     async def _recurring(self, now: int) -> None:

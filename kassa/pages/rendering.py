@@ -30,9 +30,12 @@ class Page:
     headers: dict[str, str]
 
 
-def render_page(template: str, *, form_action: str = "'self'", framed: bool = False, **context: Any) -> Page:
-    """``framed`` pages run inside another site's hidden iframe (the 3DS Method step), so any page may
-    frame them; every other page refuses to be framed (clickjacking)."""
+def render_page(
+    template: str, *, form_action: str = "'self'", framed: bool = False, fetches: bool = False, **context: Any
+) -> Page:
+    """``framed`` pages run inside another site's iframe (the 3DS Method step, Hosted Fields), so any page
+    may frame them; every other page refuses to be framed (clickjacking). ``fetches``: the page's script
+    makes requests to the gateway (Hosted Fields' tokenization)."""
     nonce = secrets.token_urlsafe(16)
     html = _ENV.get_template(template).render(nonce=nonce, **context)
     ancestors = "*" if framed else "'none'"
@@ -40,6 +43,8 @@ def render_page(template: str, *, form_action: str = "'self'", framed: bool = Fa
         f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; img-src 'self' data:; "
         f"form-action {form_action}; frame-ancestors {ancestors}; frame-src 'self'; base-uri 'none'"
     )
+    if fetches:
+        csp += "; connect-src 'self'"
     return Page(
         html,
         {

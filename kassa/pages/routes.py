@@ -6,12 +6,13 @@ from starlette.routing import Route
 
 from kassa.pages.acs import AccessControlServer
 from kassa.pages.checkout import Pages
+from kassa.pages.hosted_fields import HostedFields
 from kassa.runtime import Services
 
 
 def page_routes(services: Services) -> list[Route]:
     prefix = services.settings.prefix
-    pages, acs = Pages(services), AccessControlServer(services)
+    pages, acs, fields = Pages(services), AccessControlServer(services), HostedFields(services)
     return [
         Route(f"{prefix}/form/{{token}}", pages.show_form, methods=["GET"]),
         Route(f"{prefix}/form/{{token}}", pages.submit_form, methods=["POST"]),
@@ -23,4 +24,9 @@ def page_routes(services: Services) -> list[Route]:
         Route(f"{prefix}/acs/challenge", acs.challenge, methods=["POST"]),
         Route(f"{prefix}/acs/pareq", acs.pareq, methods=["POST"]),
         Route(f"{prefix}/acs/answer", acs.answer, methods=["POST"]),
+        # Hosted Fields (CONTRACT §18): the SDK, its field page and the tokenization, versioned by path so
+        # that a later SDK can change them while pages that load this one keep working.
+        Route(f"{prefix}/hosted-fields/v1/field", fields.field, methods=["GET"]),
+        Route(f"{prefix}/hosted-fields/v1/{{name:str}}", fields.script, methods=["GET"]),
+        Route(f"{prefix}/hosted-fields/v1/tokenize", fields.tokenize, methods=["POST"]),
     ]

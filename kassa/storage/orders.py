@@ -252,7 +252,7 @@ def started_before(conn: Connection, new: NewOrder, card_id: int | None) -> Star
     is dropped."""
     if card_id is not None:
         delete_card(conn, card_id)
-    found = _find_started(conn, new.endpoint_id, new.client_orderid)
+    found = find_started(conn, new.endpoint_id, new.client_orderid)
     if found is None:
         raise RuntimeError("client_orderid conflicts with an order that cannot be found")
     return found
@@ -304,7 +304,8 @@ def set_card(conn: Connection, order_id: int, card_id: int) -> None:
     conn.execute(update(orders).where(orders.c.id == order_id).values(card_id=card_id))
 
 
-def _find_started(conn: Connection, endpoint_id: int, client_orderid: str) -> Started | None:
+def find_started(conn: Connection, endpoint_id: int, client_orderid: str) -> Started | None:
+    """The order ``client_orderid`` started on the endpoint, as its opening answered it."""
     row = conn.execute(
         select(
             orders.c.id,

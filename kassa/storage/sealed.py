@@ -23,6 +23,7 @@ from kassa.storage.tables import (
     acquirer_connections,
     browser_sessions,
     cards,
+    hosted_fields_tickets,
     merchants,
     operators,
     orders,
@@ -31,7 +32,14 @@ from kassa.storage.tables import (
     transient_secrets,
 )
 from kassa.vault import tokens
-from kassa.vault.keys import control_key_context, cvv_context, destination_context, key_version, pan_context
+from kassa.vault.keys import (
+    control_key_context,
+    cvv_context,
+    destination_context,
+    hosted_cvv_context,
+    key_version,
+    pan_context,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +89,22 @@ SEALED = (
         acquirer_connections.c.id,
         secret_context,
         acquirer_connections,
+    ),
+    Sealed(
+        "hosted_fields_card_numbers",
+        hosted_fields_tickets.c.pan_ciphertext,
+        hosted_fields_tickets.c.ticket_digest,
+        hosted_fields_tickets.c.merchant_id,
+        pan_context,
+        hosted_fields_tickets,
+    ),
+    Sealed(
+        "hosted_fields_cvvs",
+        hosted_fields_tickets.c.cvv_ciphertext,
+        hosted_fields_tickets.c.ticket_digest,
+        hosted_fields_tickets.c.ticket_digest,
+        hosted_cvv_context,
+        hosted_fields_tickets,
     ),
 )
 

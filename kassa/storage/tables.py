@@ -501,6 +501,34 @@ browser_sessions = Table(
     Index("ix_browser_sessions_transaction", "transaction_id", "kind"),
 )
 
+# Hosted Fields (CONTRACT §18): an ephemeral ticket the merchant's server asked for, and once the payer's
+# card was tokenized with it, the token and the card it stands for. Ticket and token are kept as their
+# SHA-256 only. The card is sealed as an order's card is (the PAN under the merchant's context, the CVV
+# under the ticket's) and cleared when a sale uses the token or the ticket expires; the row itself goes a
+# day after expiry (``storage/hosted_fields.prune``), so that a late use can still be told "expired".
+hosted_fields_tickets = Table(
+    "hosted_fields_tickets",
+    metadata,
+    Column("ticket_digest", String(64), primary_key=True),
+    Column("merchant_id", ForeignKey("merchants.id"), nullable=False),
+    Column("endpoint_id", BigInteger, nullable=False),  # as addressed: an endpoint or a group
+    Column("created_at_ms", BigInteger, nullable=False),
+    Column("expires_at_ms", BigInteger, nullable=False),
+    Column("spent_at_ms", BigInteger),  # tokenized, or the card number refused (code 4004)
+    Column("token_digest", String(64), unique=True),
+    Column("pan_ciphertext", LargeBinary),
+    Column("pan_fingerprint", String(64)),
+    Column("bin", String(8)),
+    Column("last_four", String(4)),
+    Column("brand", String(16)),
+    Column("exp_month", Integer),
+    Column("exp_year", Integer),
+    Column("cvv_ciphertext", LargeBinary),
+    Column("used_at_ms", BigInteger),  # a sale used the token
+    Column("order_id", ForeignKey("orders.id")),
+    Index("ix_hosted_fields_tickets_expiry", "expires_at_ms"),
+)
+
 # The EMV 3-D Secure (or 1.0.2) authentication of a transaction, kept for operators.
 three_ds = Table(
     "three_ds",

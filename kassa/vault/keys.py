@@ -123,6 +123,11 @@ def cvv_context(serial: str) -> str:
     return f"cvv/transaction/{serial}"
 
 
+def hosted_cvv_context(ticket_digest: str) -> str:
+    """The CVV a Hosted Fields tokenization keeps until the sale that uses its token."""
+    return f"cvv/hosted-fields/{ticket_digest}"
+
+
 def control_key_context(merchant_id: int) -> str:
     return f"control-key/merchant/{merchant_id}"
 

@@ -54,7 +54,7 @@ def test_url_the_sender_cannot_use_is_refused_naming_the_field_on_every_operatio
     for op in TAKES_URLS:
         for name in URL_FIELDS[op.code]:
             answer = _post(op, shop, {name: url})
-            assert answer["error-code"] == "1", (op.code, name, answer)
+            assert str(answer["error-code"]) == "1", (op.code, name, answer)  # a number on the v4 sale
             assert answer["error-message"].startswith(f"{name} "), (op.code, name, answer)
             assert "secret" not in answer["error-message"]
 
@@ -79,7 +79,7 @@ def test_control_character_in_any_field_is_refused_naming_the_field(shop: Mercha
                 continue
             value = f"4{next(controls)}1"
             answer = _post(op, shop, {field.name: value})
-            assert answer["error-code"] == "1", (op.code, field.name, repr(value), answer)
+            assert str(answer["error-code"]) == "1", (op.code, field.name, repr(value), answer)
             assert answer["error-message"].startswith(f"{field.name} "), (op.code, field.name, answer)
 
 

@@ -57,7 +57,10 @@ def orderid(shop: Merchant) -> str:
     return approved_order(shop, f"o-{uuid.uuid4().hex[:10]}")
 
 
-@pytest.mark.parametrize("op", OPERATIONS, ids=[op.code for op in OPERATIONS])
+WITH_FIELDS = [op for op in OPERATIONS if op.fields]  # the Hosted Fields ticket has none
+
+
+@pytest.mark.parametrize("op", WITH_FIELDS, ids=[op.code for op in WITH_FIELDS])
 @given(data=st.data())
 def test_hostile_field_values_never_make_a_server_error(
     shop: Merchant, orderid: str, op: Operation, data: st.DataObject
@@ -67,7 +70,7 @@ def test_hostile_field_values_never_make_a_server_error(
     answer = post(op, shop, body(op, shop, orderid, {name: value}))
     reply = answer.json()
     assert answer.status_code < 500, answer.text
-    if reply["type"] != "validation-error" or reply["error-code"] != "1":
+    if reply["type"] != "validation-error" or str(reply["error-code"]) != "1":
         return
     message = reply["error-message"]
     if message.startswith("request body"):  # a value too large for the 64 KiB body, once encoded

@@ -52,6 +52,7 @@ REFUSED = {
     "PAYOUT_BY_REF_V4",
     "PAYOUT_V4",
     "PAYOUT_V4_CHECK",
+    "SALE_V4",
     "PREAUTH",
     "PREAUTHFORM",
     "PROCESS_RECURRING_V4",
@@ -150,10 +151,10 @@ def test_while_shedding_only_the_operations_that_open_an_order_are_refused(shedd
     for op in OPERATIONS:
         answer = shedding.gateway.post(f"{op.path}/{shop.endpoint_id}", {"client_orderid": "sweep"})
         if answer.status_code == 503:
-            assert answer.json()["error-code"] == "11", op.code
+            assert str(answer.json()["error-code"]) == "11", op.code  # a number on the v4 sale
             refused.add(op.code)
         else:  # answered as always: here, refused for the fields it lacks
-            assert answer.json()["error-code"] != "11", op.code
+            assert str(answer.json()["error-code"]) != "11", op.code
     assert refused == REFUSED
     assert {op.code for op in OPERATIONS if op.opens_order} == REFUSED
 

@@ -15,6 +15,7 @@ from kassa.domain.operators import Role
 from kassa.domain.transactions import TxType
 from kassa.ops import vault_rotation
 from kassa.storage import acquirers as acquirer_store
+from kassa.storage import hosted_fields
 from kassa.storage import merchants as merchant_store
 from kassa.storage import operators as operator_store
 from kassa.storage import sealed as sealed_store
@@ -24,7 +25,7 @@ from kassa.storage.sealed import SEALED
 from kassa.storage.tables import browser_sessions, cards, payout_destinations, transient_secrets
 from kassa.vault import tokens
 from kassa.vault.keyring import Keyring, parse
-from kassa.vault.keys import Vault, cvv_context, destination_context, key_version, pan_context
+from kassa.vault.keys import Vault, cvv_context, destination_context, hosted_cvv_context, key_version, pan_context
 from tests.support.databases import SHOP_CONTROL_KEY, TEST_VAULT, shop_endpoint
 
 K1, K2, K3 = b"k" * 32, b"2" * 32, b"3" * 32  # key 1 is the tests' own (TEST_VAULT)
@@ -35,6 +36,7 @@ LINK = read_link(
      "card_acceptor_id": "C1", "mcc": "5999"}
 )  # fmt: skip
 KINDS = {sealed.kind for sealed in SEALED}
+TICKET = "f" * 64  # a Hosted Fields ticket's digest
 
 
 def b64(secret: bytes) -> str:
@@ -62,8 +64,8 @@ def _sale(merchant_id: int, endpoint_id: int, client_orderid: str, serial: str, 
 
 def _one_of_each(db: Database) -> Stored:
     """A merchant (control key), a sale with its card and CVV and a payout destination, a hosted form
-    (page token), an operator (TOTP secret), an acquirer connection (its MAC key): one ciphertext of every
-    kind, all under key 1."""
+    (page token), an operator (TOTP secret), an acquirer connection (its MAC key), a card tokenized by Hosted
+    Fields (its number and CVV): one ciphertext of every kind, all under key 1."""
     merchant_id, endpoint_id = db.write_sync(shop_endpoint)
     card = new_card(TEST_VAULT, merchant_id, PAN, 12, 2030, "Jane Doe")
     sale = _sale(
@@ -83,6 +85,9 @@ def _one_of_each(db: Database) -> Stored:
         )
         operator_store.create(conn, TEST_VAULT, "ops@example.com", Role.ADMIN, "hash", TOTP, 0)
         acquirer_store.create(conn, TEST_VAULT, "bank", LINK, MAC_KEY, 0)
+        hosted_fields.issue(conn, TICKET, merchant_id, endpoint_id, 0, 60_000)
+        hosted_cvv = TEST_VAULT.encrypt(CVV, hosted_cvv_context(TICKET))
+        hosted_fields.store_card(conn, TICKET, hosted_fields.Tokenized("token-digest", card, hosted_cvv), 0)
 
     db.write_sync(write)
     return Stored(merchant_id, endpoint_id, token)
@@ -100,7 +105,8 @@ def test_every_kind_is_resealed_under_the_primary_and_opens_with_the_new_key_alo
     assert {(r.kind, r.resealed, r.changed, tuple(r.unreadable)) for r in done} == {(k, 1, 0, ()) for k in KINDS}
     assert heard == [sealed.kind for sealed in SEALED]
     assert _by_kind(vault_rotation.status(db)) == {kind: {2: 1} for kind in KINDS}
-    assert _opened_with(db, RETIRED, stored) == (SHOP_CONTROL_KEY, PAN, CVV, DETAILS, stored.token, TOTP, MAC_KEY)
+    expected = (SHOP_CONTROL_KEY, PAN, CVV, DETAILS, stored.token, TOTP, MAC_KEY, f"{PAN}/{CVV}")
+    assert _opened_with(db, RETIRED, stored) == expected
 
 
 def _opened_with(db: Database, vault: Vault, stored: Stored) -> tuple[str, ...]:
@@ -117,7 +123,12 @@ def _opened_with(db: Database, vault: Vault, stored: Stored) -> tuple[str, ...]:
         credentials = operator_store.credentials_of(conn, vault, "ops@example.com")
         assert credentials is not None and credentials.totp_secret is not None
         mac_key = acquirer_store.secret_of(conn, vault, acquirer_store.by_name(conn, "bank").id)
-        return endpoint.merchant.control_key, pan, cvv, details, token, credentials.totp_secret, mac_key
+        ticket = hosted_fields.ticket(conn, TICKET)
+        assert ticket is not None
+        hosted = vault.decrypt(ticket["pan_ciphertext"], pan_context(stored.merchant_id))
+        hosted += "/" + vault.decrypt(ticket["cvv_ciphertext"], hosted_cvv_context(TICKET))
+        secrets = (endpoint.merchant.control_key, pan, cvv, details, token, credentials.totp_secret, mac_key)
+        return (*secrets, hosted)
 
     return db.read_sync(read)
 

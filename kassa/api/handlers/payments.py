@@ -37,6 +37,11 @@ _SYNC_POLL_SECONDS = 0.02
 _CUSTOMER_FIELDS = (
     "first_name", "last_name", "ssn", "birthday", "address1", "city", "state", "zip_code", "country",
     "phone", "cell_phone", "site_url", "purpose", "preferred_language", "ipaddress",
+    # The payer's browser, as a v4 sale reports it for 3-D Secure 2.x (CONTRACT §18).
+    "customer_browser_info", "customer_browser_javascript_enabled", "customer_browser_java_enabled",
+    "customer_browser_accept_language", "customer_browser_color_depth", "customer_browser_screen_width",
+    "customer_browser_screen_height", "customer_browser_time_zone", "customer_browser_accept_header",
+    "customer_browser_user_agent",
 )  # fmt: skip
 
 
