@@ -6,6 +6,7 @@ filtered."""
 
 from __future__ import annotations
 
+import datetime
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -91,9 +92,11 @@ def test_a_payout_to_a_listed_card_is_filtered_and_gives_its_reservation_back(me
 
 
 def test_a_recurring_charge_on_a_listed_card_is_filtered(clock_merchant: Merchant) -> None:
-    subscribe_due_now(clock_merchant, max_count=1)
+    # Due tomorrow by the gateway's clock, so that no tick of its scheduler charges it before the rule exists.
+    today = datetime.datetime.fromtimestamp(clock_merchant.gateway.advance(0) / 1000, datetime.UTC).date()
+    subscribe_due_now(clock_merchant, max_count=1, start=today + datetime.timedelta(days=1))
     _rule(clock_merchant, "--kind", "bin", "--value", "411111")
-    clock_merchant.gateway.advance(0)  # a scheduler tick: the charge is due
+    clock_merchant.gateway.advance(86_400)  # the charge is due
     charge = clock_merchant.status(client_orderid="sub0-1").json()
     final = clock_merchant.wait_final(charge["paynet-order-id"])
     assert (final["status"], final["error-code"]) == ("filtered", "4002")
