@@ -31,6 +31,13 @@ def get_card_info(m: Merchant, cardrefid: str) -> httpx.Response:
 
 
 def make_rebill(m: Merchant, client_orderid: str, ref: str, amount: str = "5.00", **fields: str) -> httpx.Response:
+    return rebill(m, "make-rebill", ref, amount, client_orderid=client_orderid, **fields)
+
+
+def rebill(m: Merchant, operation: str, ref: str, amount: str = "5.00", **fields: str) -> httpx.Response:
+    """``operation`` (make-rebill or one of its §17 names) on the card reference ``ref``, signed as
+    make-rebill is."""
+    client_orderid = fields.pop("client_orderid", f"rb-{uuid.uuid4().hex[:10]}")
     data = {
         "login": m.login,
         "client_orderid": client_orderid,
@@ -43,7 +50,7 @@ def make_rebill(m: Merchant, client_orderid: str, ref: str, amount: str = "5.00"
     }
     signed = (m.login, client_orderid, ref, minor_units(amount), m.currency, m.control_key)
     data.setdefault("control", sha1(*signed))
-    return m.gateway.post(f"/api/v2/make-rebill/{m.endpoint_id}", data)
+    return m.gateway.post(f"/api/v2/{operation}/{m.endpoint_id}", data)
 
 
 def card_ref_of(m: Merchant, client_orderid: str, orderid: str) -> str:

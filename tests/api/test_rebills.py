@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import uuid
 
-import httpx
 import pytest
 
-from tests.api.test_card_refs import refused, stored_card
-from tests.support.gateway import Gateway, Merchant, minor_units, new_merchant, sha1
+from tests.api.test_card_refs import rebill, refused, stored_card
+from tests.support.gateway import Gateway, Merchant, new_merchant, sha1
 from tests.support.operations import LEDGER_OK, capture, final, ledger_check, refund
 
 REBILLS = ("make-rebill", "make-rebill-sale", "make-rebill-preauth")
@@ -30,23 +29,6 @@ def ref(shop: Merchant) -> str:
 
 def _id() -> str:
     return f"rb-{uuid.uuid4().hex[:10]}"
-
-
-def rebill(m: Merchant, operation: str, ref: str, amount: str = "5.00", **fields: str) -> httpx.Response:
-    """``operation`` (one of ``REBILLS``) on the card reference ``ref``, signed as make-rebill is."""
-    client_orderid = fields.pop("client_orderid", _id())
-    data = {
-        "login": m.login,
-        "client_orderid": client_orderid,
-        "cardrefid": ref,
-        "amount": amount,
-        "currency": m.currency,
-        "order_desc": "Top-up",
-        **fields,
-    }
-    signed = (m.login, client_orderid, ref, minor_units(amount), m.currency, m.control_key)
-    data.setdefault("control", sha1(*signed))
-    return m.gateway.post(f"/api/v2/{operation}/{m.endpoint_id}", data)
 
 
 def test_make_rebill_sale_charges_the_stored_card_as_make_rebill_does(shop: Merchant, ref: str) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.pages.test_hosted_pages import landed
 from tests.support.gateway import Merchant, free_port, minor_units, sha1
 from tests.support.oauth import key_pair, register_key, signed_post
 from tests.support.receiver import Receiver, running
@@ -33,15 +34,6 @@ def fill_source_card(page: Page) -> None:
     page.fill("#cc-name", "Jane Doe")
     page.fill("#cc-exp", "12/30")
     page.fill("#cc-csc", "123")
-
-
-def landed(page: Page, shop: Receiver, m: Merchant) -> dict[str, str]:
-    """The shop's return page got the final redirect, signed with the merchant's control key."""
-    expect(page.locator("#thanks")).to_be_visible(timeout=20_000)
-    [returned] = shop.posted
-    fields = returned.query
-    assert fields["control"] == sha1(fields["status"], fields["orderid"], fields["client_orderid"], m.control_key)
-    return fields
 
 
 def test_the_payer_types_both_cards_of_a_v2_transfer_form_that_names_no_receiving_card(

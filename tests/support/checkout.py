@@ -17,6 +17,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from tests.support.gateway import Merchant, free_port, sha1
 from tests.support.hosted_fields import ephemeral_ticket, sale, status, tokenize
+from tests.support.receiver import serving_on_a_thread
 
 PAGES = Path(__file__).parent.parent / "pages" / "merchant_checkout"
 SDK_COPY = resources.files("kassa.pages") / "static" / "hosted-fields.js"
@@ -147,12 +148,5 @@ def _handler(checkout: Checkout) -> type[BaseHTTPRequestHandler]:
 
 @contextmanager
 def serving(checkout: Checkout) -> Iterator[Checkout]:
-    server = ThreadingHTTPServer(("127.0.0.1", checkout.port), _handler(checkout))
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving_on_a_thread(ThreadingHTTPServer(("127.0.0.1", checkout.port), _handler(checkout))):
         yield checkout
-    finally:
-        server.shutdown()
-        server.server_close()

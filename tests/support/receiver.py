@@ -114,12 +114,18 @@ class _Server(ThreadingHTTPServer):
 
 @contextmanager
 def running(receiver: Receiver) -> Iterator[Receiver]:
-    server = _Server(("127.0.0.1", receiver.port), _handler(receiver))
+    with serving_on_a_thread(_Server(("127.0.0.1", receiver.port), _handler(receiver))):
+        yield receiver
+
+
+@contextmanager
+def serving_on_a_thread(server: ThreadingHTTPServer) -> Iterator[None]:
+    """``server`` answering on a thread of its own until the block ends."""
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield receiver
+        yield
     finally:
         server.shutdown()
         server.server_close()
