@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, and_, bindparam, delete, func, insert, or_, select, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, literal, or_, select, union_all, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -217,18 +217,23 @@ _TALLIES: dict[int, Prepared] = {}  # by the number of keys read at once
 
 
 def _tallies_of(count: int) -> Prepared:
-    """The counts of ``count`` keys, each over its own window, in one statement (an index range each)."""
+    """The counts of ``count`` keys, each over its own window, in one statement: one aggregate a key (an
+    index range each) in the order given. SQLite sorts an ``OR`` of the ranges for its ``GROUP BY`` in a
+    temporary B-tree: with five keys of twelve buckets each, 35 µs a read against 25."""
     found = _TALLIES.get(count)
     if found is None:
         c = risk_velocity.c
-        ranges = [
-            and_(c.rule_id == bindparam(f"r{n}"), c.key == bindparam(f"k{n}"), c.bucket_ms >= bindparam(f"s{n}"))
-            for n in range(count)
-        ]
         found = _TALLIES[count] = Prepared(
-            select(c.rule_id, c.key, func.sum(c.count).label("count"), func.sum(c.amount).label("amount"))
-            .where(or_(*ranges))
-            .group_by(c.rule_id, c.key)
+            union_all(
+                *(
+                    select(
+                        literal(n).label("n"), func.sum(c.count).label("count"), func.sum(c.amount).label("amount")
+                    ).where(
+                        c.rule_id == bindparam(f"r{n}"), c.key == bindparam(f"k{n}"), c.bucket_ms >= bindparam(f"s{n}")
+                    )
+                    for n in range(count)
+                )
+            )
         )
     return found
 
@@ -261,7 +266,9 @@ def tallies(conn: Connection, keys: Sequence[tuple[int, str, int]]) -> dict[tupl
     for n, (rule_id, key, since) in enumerate(keys):
         values |= {f"r{n}": rule_id, f"k{n}": key, f"s{n}": since}
     rows = _tallies_of(len(keys)).all(conn, values)
-    return {(row["rule_id"], row["key"]): Tally(int(row["count"]), int(row["amount"])) for row in rows}
+    return {
+        keys[row["n"]][:2]: Tally(int(row["count"]), int(row["amount"])) for row in rows if row["count"] is not None
+    }
 
 
 def count_sales(conn: Connection, counted: Sequence[tuple[int, str, int]], amount: int) -> None:
