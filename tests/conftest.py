@@ -13,17 +13,19 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from kassa.storage.database import Database, open_database
-from tests.support.databases import fresh_postgres, migrated_sqlite
+from tests.support.databases import fresh_postgres, migrated_sqlite, pooled_postgres
 from tests.support.gateway import Gateway, Merchant, new_merchant
 
 
 @pytest.fixture
 def database_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_templates: Path) -> Iterator[str]:
-    """A fresh database of the backend the test is parametrized with, at the schema's head (copied from a
-    template migrated once); empty for the tests marked ``empty_database``, those of migrating itself."""
+    """A database of its own for the test, of the backend it is parametrized with, at the schema's head (a
+    copy of a template migrated once; on PostgreSQL from this worker's pool, emptied back to the template's
+    rows between tests: ``pooled_postgres``); empty for the tests marked ``empty_database``, those of
+    migrating itself."""
     migrated = request.node.get_closest_marker("empty_database") is None
     if request.param == "postgresql":
-        with fresh_postgres(migrated=migrated) as url:
+        with pooled_postgres() if migrated else fresh_postgres() as url:
             yield url
     elif migrated:
         yield migrated_sqlite(tmp_path / "kassa.db", sqlite_templates)

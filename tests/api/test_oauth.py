@@ -70,6 +70,7 @@ def passed(response: httpx.Response, missing: str = DESTINATION_MISSING) -> None
     operation's own (a payout's destination, half given: a bank branch, no account), which only the
     operation's validation, run after the signature passed, names: an OAuth refusal names no such field."""
     assert response.headers["content-type"] == JSON_TYPE, response.text
+    assert "www-authenticate" not in response.headers  # which every OAuth refusal carries
     body = response.json()
     assert (response.status_code, body["type"], body["error-code"]) == (400, "validation-error", "1"), response.text
     assert body["error-message"] == missing, body

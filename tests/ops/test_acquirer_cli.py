@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import getpass
 import json
-import subprocess
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -17,8 +16,9 @@ from typing import Any
 import pytest
 
 from tests.support.acquirer_host import host_on_a_thread, iso_connection, link_until
+from tests.support.commands import run_kassa
 from tests.support.databases import run_sql
-from tests.support.gateway import KASSA, Gateway, Merchant, cli_run, new_merchant
+from tests.support.gateway import Gateway, Merchant, cli_run, new_merchant
 from tests.support.operations import capture, preauth
 
 SETTINGS = ("--host", "acquirer.example", "--port", "5000", "--acquiring-institution-id", "123456",
@@ -31,9 +31,7 @@ def _name() -> str:
 
 
 def _with_stdin(gateway: Gateway, stdin: str, *args: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [KASSA, *args, "--json"], input=stdin, env=gateway.env, capture_output=True, text=True, check=False
-    )
+    done = run_kassa([*args, "--json"], gateway.env, stdin)
     assert done.returncode == 0, done.stderr
     found: dict[str, Any] = json.loads(done.stdout)
     return found

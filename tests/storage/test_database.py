@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import threading
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Connection, select
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, create_engine, select
 from sqlalchemy.exc import OperationalError
 
 from kassa.storage import merchants as merchant_store
-from kassa.storage.database import open_database
-from kassa.storage.migrate import current_revision, head_revision, upgrade
-from kassa.storage.tables import merchants
+from kassa.storage.database import open_database, sqlalchemy_url
+from kassa.storage.migrate import alembic_config, current_revision, head_revision, upgrade
+from kassa.storage.tables import merchants, metadata
 from tests.support.databases import SHOP_CONTROL_KEY, TEST_VAULT
 
 
@@ -61,21 +65,46 @@ def test_unit_result_is_returned_after_commit(database_url: str) -> None:
     assert found == created
 
 
-def test_upgrading_a_database_at_head_again_changes_nothing_and_keeps_its_rows(database_url: str) -> None:
-    upgrade(database_url)
-    db = open_database(database_url)
-    try:
-        db.write_sync(_create("kept"))
-    finally:
-        db.close()
-    upgrade(database_url)
+@pytest.mark.empty_database
+def test_upgrading_a_database_at_head_again_applies_no_migration_and_keeps_its_schema_and_rows(
+    database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="alembic"):
+        upgrade(database_url)
+        first = _applied(caplog)
+        db = open_database(database_url)
+        try:
+            db.write_sync(_create("kept"))
+        finally:
+            db.close()
+        caplog.clear()
+        upgrade(database_url)
+        second = _applied(caplog)
+    assert len(first) == len(list(ScriptDirectory.from_config(alembic_config(database_url)).walk_revisions()))
+    assert second == []
     assert current_revision(database_url) == head_revision()
+    assert _differences_from_the_declared_schema(database_url) == []
     db = open_database(database_url)
     try:
         logins = db.read_sync(lambda conn: list(conn.execute(select(merchants.c.login)).scalars()))
     finally:
         db.close()
     assert logins == ["kept"]
+
+
+def _applied(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The migrations Alembic says it ran (``Running upgrade 0001 -> 0002, ...``)."""
+    return [record.getMessage() for record in caplog.records if record.getMessage().startswith("Running upgrade")]
+
+
+def _differences_from_the_declared_schema(database_url: str) -> list[object]:
+    engine = create_engine(sqlalchemy_url(database_url))
+    try:
+        with engine.connect() as conn:
+            context = MigrationContext.configure(conn, opts={"compare_type": True, "compare_server_default": True})
+            return list(compare_metadata(context, metadata))
+    finally:
+        engine.dispose()
 
 
 @pytest.mark.parametrize("url", ["postgresql://u@h/db", "postgres://u@h/db"])

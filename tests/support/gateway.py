@@ -12,7 +12,6 @@ import signal
 import socket
 import ssl
 import subprocess
-import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -21,7 +20,9 @@ from typing import Any
 
 import httpx
 
-KASSA = str(Path(sys.executable).parent / "kassa")
+from tests.support.commands import KASSA as KASSA  # where the tests of processes find it
+from tests.support.commands import run_kassa
+
 JSON_ACCEPT = {"Accept": "application/vnd.pay+json"}
 # httpx builds an SSL context, loading the CA bundle, for every client it makes (each httpx.post): 15-50 ms
 # of CPU, ten times a plain-HTTP call to a gateway. Tests make thousands of calls: they share one context.
@@ -172,7 +173,7 @@ class Gateway:
         self.process.wait()
 
     def cli(self, *args: str) -> Any:
-        done = subprocess.run([KASSA, *args, "--json"], env=self.env, capture_output=True, text=True, check=False)
+        done = run_kassa([*args, "--json"], self.env)
         if done.returncode != 0:
             raise RuntimeError(f"kassa {' '.join(args)} failed: {done.stderr}")
         return json.loads(done.stdout)
@@ -332,7 +333,7 @@ def post_without_accept(gateway: Gateway, path: str, data: dict[str, str]) -> ht
 
 def cli_run(gateway: Gateway, *args: str) -> subprocess.CompletedProcess[str]:
     """``kassa ARGS`` as an operator types it (no ``--json`` added), whatever its exit status."""
-    return subprocess.run([KASSA, *args], env=gateway.env, capture_output=True, text=True, check=False)
+    return run_kassa(list(args), gateway.env)
 
 
 def new_classic_merchant(gateway: Gateway, login: str, currency: str = "USD", *extra: str) -> Merchant:

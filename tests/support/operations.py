@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
 
 import httpx
 
-from tests.support.gateway import KASSA, Merchant, minor_units, sha1
+from tests.support.commands import run_kassa
+from tests.support.gateway import Merchant, minor_units, sha1
 
 
 def preauth(m: Merchant, client_orderid: str, amount: str = "100.00", **fields: str) -> httpx.Response:
@@ -73,9 +73,7 @@ def final(m: Merchant, answer: httpx.Response) -> dict[str, str]:
 
 def ledger_check(m: Merchant) -> dict[str, object]:
     """What `kassa ledger check --json` says of the gateway's database (its exit status included)."""
-    done = subprocess.run(
-        [KASSA, "ledger", "check", "--json"], env=m.gateway.env, capture_output=True, text=True, check=False
-    )
+    done = run_kassa(["ledger", "check", "--json"], m.gateway.env)
     report: dict[str, object] = json.loads(done.stdout)
     report["exit"] = done.returncode
     return report
