@@ -369,7 +369,7 @@ def test_a_card_expired_by_a_charges_date_stops_the_payment_with_a_declined_fina
 def test_status_of_a_recurring_charge_names_its_recurring_payment(clock_merchant: Merchant) -> None:
     [payment_id] = subscribe_due_now(clock_merchant, max_count=1)
     clock_merchant.gateway.advance(0)  # a scheduler tick: the charge is due
-    final = clock_merchant.wait_final(_order_of(clock_merchant, "sub0-1"))
+    final = clock_merchant.wait_final(clock_merchant.wait_order("sub0-1"))
     assert (final["status"], final["transaction-type"], final["amount"]) == ("approved", "sale", "9.90")
     assert final["recurring-payment-id"] == str(payment_id)
     assert "card-ref-id" not in final  # made on card fields, not on a reference

@@ -97,8 +97,7 @@ def test_a_recurring_charge_on_a_listed_card_is_filtered(clock_merchant: Merchan
     subscribe_due_now(clock_merchant, max_count=1, start=today + datetime.timedelta(days=1))
     _rule(clock_merchant, "--kind", "bin", "--value", "411111")
     clock_merchant.gateway.advance(86_400)  # the charge is due
-    charge = clock_merchant.status(client_orderid="sub0-1").json()
-    final = clock_merchant.wait_final(charge["paynet-order-id"])
+    final = clock_merchant.wait_final(clock_merchant.wait_order("sub0-1"))
     assert (final["status"], final["error-code"]) == ("filtered", "4002")
 
 

@@ -257,6 +257,17 @@ class Merchant:
                 return answer
             time.sleep(0.05)
 
+    def wait_order(self, client_orderid: str, timeout: float = 15) -> str:
+        """The orderid of the order ``client_orderid`` once one exists: one the gateway opens by itself (a
+        recurring charge) may be opened by a scheduler tick still running when the test's began."""
+        deadline = time.monotonic() + timeout
+        while True:
+            answer = self.status(client_orderid=client_orderid)
+            if "paynet-order-id" in answer.json() or time.monotonic() > deadline:
+                assert answer.status_code == 200, f"{client_orderid}: {answer.text}"
+                return str(answer.json()["paynet-order-id"])
+            time.sleep(0.05)
+
     def wait_final(self, orderid: str, timeout: float = 15, by_request_sn: str = "") -> dict[str, str]:
         """The status once it is no longer ``processing``, or as it is at ``timeout``."""
         return self.wait_stage(
