@@ -12,6 +12,7 @@ from sqlalchemy import Connection
 
 from kassa.domain import cards, rebills
 from kassa.domain.lifecycle import Stage
+from kassa.domain.transactions import Flow, TxType, rule
 from kassa.processors.interface import Outcome
 from kassa.storage import jobs as job_queue
 from kassa.storage import orders as order_store
@@ -45,8 +46,11 @@ def next_try(conn: Connection, order: Record, transaction: Record, outcome: Outc
     """After ``outcome`` of a rebill's authorization still processing (the order and its transaction
     locked): when it is a decline and the order enumerates a lower amount, that amount is the order's and
     the transaction's, and the transaction is processed again, nothing recorded of the decline; True then.
-    A try that ended otherwise (``unknown`` included, whatever reconciliation makes of it) ends the rebill."""
+    A try that ended otherwise (``unknown`` included, whatever reconciliation makes of it) ends the rebill;
+    a follow-up of the rebill (a capture, a return, a void) declined is recorded as declined."""
     if outcome.stage is not Stage.DECLINED or Stage(transaction["stage"]) is not Stage.PROCESSING:
+        return False
+    if rule(TxType(transaction["tx_type"])).flow is not Flow.AUTHORIZE:
         return False
     amount = rebills.next_amount(order["enumerate_amounts"], transaction["amount"])
     if amount is None:
