@@ -46,7 +46,11 @@ class SandboxProcessor:
             case _:
                 assert_never(request)
         outcome = decide(trigger_of(text), has_cvv, request.order_id, request.serial)
-        if isinstance(request, Authorize) and outcome.stage is Stage.APPROVED and short_of_funds(request.amount):
+        if (
+            isinstance(request, Authorize)
+            and outcome.stage is Stage.APPROVED
+            and short_of_funds(request.amount, has_cvv)
+        ):
             return _declined(ActionCode.INSUFFICIENT_FUNDS, outcome.processor_tx_id or "")
         return _with_name_check(request, outcome)
 

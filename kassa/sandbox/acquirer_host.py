@@ -1,6 +1,6 @@
 """An acquirer host speaking the reference dialect of CONTRACT §15 over TCP (optionally TLS), deciding as the
 sandbox does (§9): by the CVV2 of field 48 when there is one, else by the card number's last three digits,
-and a card payment whose amount ends in 116 minor units lacks the funds (``triggers.short_of_funds``).
+and a card payment without a CVV2 whose amount ends in 116 minor units lacks the funds (``triggers.short_of_funds``).
 The whole acquirer link runs against it without a bank (``kassa acquirer-sim``, and the tests).
 
 Switches, given at construction and changed at run time by setting the attributes: ``late`` answers a card's
@@ -206,7 +206,12 @@ class AcquirerHost:
         unlisted = _DO_NOT_HONOUR if cvv else _APPROVED  # not in the table: declined with a CVV2, approved without
         code = unlisted if trigger is None else _ANSWERS.get(trigger, unlisted)
         amount = fields.get("4", "")
-        if code == _APPROVED and fields.get("3") == _PAYMENT and amount.isdigit() and short_of_funds(int(amount)):
+        if (
+            code == _APPROVED
+            and fields.get("3") == _PAYMENT
+            and amount.isdigit()
+            and short_of_funds(int(amount), bool(cvv))
+        ):
             return _ANSWERS[Trigger.INSUFFICIENT_FUNDS]
         return code
 

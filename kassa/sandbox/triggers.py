@@ -40,7 +40,8 @@ def trigger_of(text: str) -> Trigger | None:
 SHORT_OF_FUNDS_ENDING = "116"
 
 
-def short_of_funds(amount: int) -> bool:
-    """Whether the sandbox's card has too little for a payment of ``amount`` (minor units): 11.16 USD,
+def short_of_funds(amount: int, has_cvv: bool) -> bool:
+    """Whether the sandbox's card has too little for a payment of ``amount`` (minor units) made without a
+    CVV2 (a rebill, a recurring charge: CONTRACT §9 approves CVV2 123 whatever the amount): 11.16 USD,
     1116 JPY and 0.116 KWD do not pass, 11.15 does."""
-    return str(amount).endswith(SHORT_OF_FUNDS_ENDING)
+    return not has_cvv and str(amount).endswith(SHORT_OF_FUNDS_ENDING)

@@ -46,12 +46,12 @@ def test_without_a_cvv2_digits_outside_the_table_approve() -> None:
     ("cvv", "amount", "stage", "code"),
     [
         (None, 1116, Stage.DECLINED, "116"),  # a rebill on a card that would pass
-        ("123", 2116, Stage.DECLINED, "116"),
+        ("123", 2116, Stage.APPROVED, None),  # a CVV2 decides alone (CONTRACT §9)
         (None, 1115, Stage.APPROVED, None),
         ("999", 1116, Stage.DECLINED, "100"),  # declined by its CVV2 first
     ],
 )
-def test_a_card_payment_whose_amount_ends_in_116_lacks_the_funds(
+def test_a_card_payment_without_a_cvv2_whose_amount_ends_in_116_lacks_the_funds(
     cvv: str | None, amount: int, stage: Stage, code: str | None
 ) -> None:
     card = Card("4111111111111111", 12, 2030, "Jane Doe", "VISA", cvv)

@@ -173,7 +173,9 @@ def test_without_a_cvv2_the_cards_last_three_digits_decide(
     ("processing_code", "amount", "code"),
     [("000000", "000000001116", "51"), ("000000", "000000001115", "00"), ("260000", "000000001116", "00")],
 )
-def test_a_card_payment_whose_amount_ends_in_116_lacks_the_funds(processing_code: str, amount: str, code: str) -> None:
+def test_a_card_payment_without_a_cvv2_whose_amount_ends_in_116_lacks_the_funds(
+    processing_code: str, amount: str, code: str
+) -> None:
     async def scenario(host: AcquirerHost) -> None:
         answer = await (await Link.to(host)).ask(_financial("0100", 9, CARD, processing_code, **{"4": amount}))
         assert (answer["39"], answer["4"]) == (code, amount)
