@@ -42,6 +42,11 @@ GONE = (
 )
 
 
+# A page shown again after an error never carries a card number or a security code back to the browser:
+# the payer types them again (no card data in any response but as BIN and last four).
+_NEVER_SHOWN_AGAIN = frozenset(("cc-number", "cc-csc", "to-number"))
+
+
 class Pages:
     def __init__(self, services: Services) -> None:
         self.services = services
@@ -64,7 +69,8 @@ class Pages:
         asks_cvv = _asks_cvv(context.order)
         values, errors = _card_values(fields, asks_cvv=asks_cvv, asks_receiving_card=_asks_receiving_card(context))
         if errors:
-            return self._form(request, context, fields, errors, status=400)
+            kept = {name: value for name, value in fields.items() if name not in _NEVER_SHOWN_AGAIN}
+            return self._form(request, context, kept, errors, status=400)
         order, tx, vault = context.order, context.transaction, self.services.vault
         receiving = values.get("receiving_card_number")
         destination = None

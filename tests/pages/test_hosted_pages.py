@@ -6,11 +6,12 @@ import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, expect
 
-from tests.support.gateway import Merchant, free_port, sha1
+from tests.support.gateway import TLS, Merchant, free_port, sha1
 from tests.support.receiver import Receiver, running
 
 pytestmark = pytest.mark.backends("sqlite")  # the pages are the same on both; the API suites cover both
@@ -99,6 +100,16 @@ def test_field_errors_are_shown_next_to_the_field_in_the_browser_and_by_the_serv
     assert page.get_attribute("#cc-number", "aria-invalid") == "true"
     pay(page, url)  # the token still works after a refused submission
     assert landed(page, shop, merchant_for_pages)["status"] == "approved"
+
+
+def test_a_form_shown_again_after_an_error_carries_no_card_number_or_code_back(
+    merchant_for_pages: Merchant, shop: Receiver
+) -> None:
+    card = {"cc-number": "4111 1111 1111 1111", "cc-name": "Jane Doe", "cc-exp": "01/20", "cc-csc": "123"}
+    answer = httpx.post(form_url(merchant_for_pages, "pf-echo", shop), data=card, verify=TLS, timeout=30)
+    assert answer.status_code == 400 and "expired" in answer.text
+    assert "4111" not in answer.text and 'value="123"' not in answer.text
+    assert 'value="Jane Doe"' in answer.text  # what is not card data is kept for the payer
 
 
 def test_used_form_token_shows_an_error_page(page: Page, merchant_for_pages: Merchant, shop: Receiver) -> None:
