@@ -170,7 +170,8 @@ async def bank_wire_transfer(req: OperationRequest) -> Reply:
         bic=values["recipient-bank-bic"],
         iban=number if is_iban else None,
         holder_name=values["recipient-name"],
-        extra={name: req.form[name] for name in ("payer-fullname", "vat-amount") if name in values},
+        # The VAT as every amount is kept: in minor units (CONTRACT §3).
+        extra={name: str(values[name]) for name in ("payer-fullname", "vat-amount") if name in values},
     )
     sealed = payouts.sealed(req.services.vault, req.merchant_id, Kind.BANK, account)
     return await _open(req, new_order(req, TxType.PAYOUT, endpoint.id, cur), sealed)
