@@ -414,10 +414,11 @@ def applicable(rules: Iterable[Rule], sale: Sale) -> tuple[Rule, ...]:
 
 
 def cardholder_payment(tx_type: TxType, *, merchant_initiated: bool) -> bool:
-    """Whether 3-D Secure rules compare a first authorization: a sale or a preauth the cardholder makes,
-    sent with the card or on a hosted form. A rebill or a recurring charge is initiated by the merchant with
-    nobody there to authenticate; a payout or a transfer pays money to a card; a verification moves none."""
-    return rule(tx_type).flow is Flow.AUTHORIZE and not merchant_initiated
+    """Whether 3-D Secure rules compare a first authorization: a sale, a preauth or a card-to-card transfer
+    the cardholder makes (a transfer charges its source card as a sale does, the way stolen cards are
+    cashed out), sent with the card or on a hosted form. A rebill or a recurring charge is initiated by the
+    merchant with nobody there to authenticate; a payout pays money to a card; a verification moves none."""
+    return rule(tx_type).flow in (Flow.AUTHORIZE, Flow.TRANSFER) and not merchant_initiated
 
 
 def above_threshold(rules: Iterable[Rule], sale: Sale) -> tuple[Rule, ...]:

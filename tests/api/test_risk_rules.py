@@ -17,11 +17,13 @@ import pytest
 from kassa.processors.iso8583.dialect import Kind as MessageKind
 from tests.api.test_card_refs import make_rebill, stored_card
 from tests.api.test_payouts import CARD, outcome, payout
+from tests.api.test_transfers import DESTINATION, SOURCE, money, v4
 from tests.pages.test_threeds_merchant_hosted import through_acs, upload
 from tests.support.acquirer_host import host_on_a_thread, iso_connection
 from tests.support.balances import available, credit
 from tests.support.gateway import TLS, Gateway, Merchant, free_port, new_merchant
-from tests.support.operations import LEDGER_OK, ledger_check
+from tests.support.oauth import key_pair, register_key
+from tests.support.operations import LEDGER_OK, final, ledger_check
 from tests.support.receiver import Receiver, running
 from tests.support.recurring import subscribe_due_now
 
@@ -118,6 +120,17 @@ def test_a_hosted_forms_sale_is_screened_when_its_card_is_collected(merchant: Me
 
 def _three_ds_above(merchant: Merchant, amount: str, currency: str = "USD", *extra: str) -> int:
     return _rule(merchant, "--kind", "three-ds-above", "--amount", amount, "--currency", currency, *extra)
+
+
+def test_above_the_amount_a_card_to_card_transfer_its_issuer_does_not_authenticate_is_filtered(
+    make_merchant: Callable[..., Merchant],
+) -> None:
+    sender = make_merchant()
+    register_key(sender.gateway, sender.login, key_pair()[1])
+    _three_ds_above(sender, "1000")
+    fields = [*money(sender, "40.00"), *SOURCE, ("cvv2", "111"), ("destination-card-no", DESTINATION)]
+    status = final(sender, v4(sender, "transfer", fields))
+    assert (status["status"], status["transaction-type"], status["error-code"]) == ("filtered", "transfer", "4201")
 
 
 def test_above_the_amount_a_card_its_issuer_does_not_authenticate_is_filtered_and_sends_nothing(

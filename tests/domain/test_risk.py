@@ -214,11 +214,12 @@ def test_other_kinds_are_not_three_ds_rules() -> None:
     assert risk.above_threshold([limit, block(Kind.BIN, "411111")], sale(amount=90000, cardholder_payment=True)) == ()
 
 
-def test_sales_and_preauths_the_cardholder_makes_are_compared_and_nothing_else() -> None:
+def test_sales_preauths_and_card_to_card_transfers_the_cardholder_makes_are_compared_and_nothing_else() -> None:
     assert risk.cardholder_payment(TxType.SALE, merchant_initiated=False)
     assert risk.cardholder_payment(TxType.PREAUTH, merchant_initiated=False)
+    assert risk.cardholder_payment(TxType.TRANSFER, merchant_initiated=False)  # its source card is charged
     assert not risk.cardholder_payment(TxType.SALE, merchant_initiated=True)  # a rebill, a recurring charge
-    for other in (TxType.PAYOUT, TxType.TRANSFER, TxType.DEPOSIT_TRANSFER, TxType.ACCOUNT_VERIFICATION):
+    for other in (TxType.PAYOUT, TxType.DEPOSIT_TRANSFER, TxType.ACCOUNT_VERIFICATION):
         assert not risk.cardholder_payment(other, merchant_initiated=False), other
 
 
