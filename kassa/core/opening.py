@@ -158,7 +158,6 @@ def opened_work(new: NewOrder, started: Started, descriptor: str) -> Authorizati
         "card_ref_id": new.card_ref_id,
         "recurring_payment_id": new.recurring_payment_id,
         "recurrent_scenario": new.recurrent_scenario,
-        "enumerate_amounts": new.enumerate_amounts,
         "descriptor": descriptor,
     }
     stored = {

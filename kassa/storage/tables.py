@@ -149,7 +149,7 @@ orders = Table(
     # A rebill's merchant-initiated scenario (REGULAR, IRREGULAR), sent to the acquirer as the MIT indicator.
     Column("recurrent_scenario", String(16)),
     # A rebill's lower amounts to try after a decline, in minor units, highest first ("800,500"): each try
-    # sets the order's and its transaction's amount (``domain.enumeration``).
+    # sets the order's and its transaction's amount (``domain.rebills``, ``core.rebills.next_try``).
     Column("enumerate_amounts", String(256)),
     Column("email", String(254), nullable=False, default=""),
     Column("order_desc", Text, nullable=False, default=""),
