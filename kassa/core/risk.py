@@ -14,7 +14,7 @@ import orjson
 from sqlalchemy import Connection, Engine
 
 from kassa.core import outcomes
-from kassa.domain import risk
+from kassa.domain import rebills, risk
 from kassa.domain.lifecycle import Stage
 from kassa.domain.risk import Mode, Rule, Sale, Verdict
 from kassa.domain.transactions import TxType
@@ -139,7 +139,7 @@ def collected_sale(order: Record, card: NewCard) -> Sale:
         _ip(order["customer"]),
         risk.cardholder_payment(
             TxType(order["tx_type"]),
-            merchant_initiated=_merchant_initiated(order["card_ref_id"], order["recurring_payment_id"]),
+            merchant_initiated=rebills.merchant_initiated(order["card_ref_id"], order["recurring_payment_id"]),
         ),
     )
 
@@ -180,7 +180,7 @@ def _sale(conn: Connection, new: NewOrder) -> Sale:
         fingerprint, bin_ = new.card.pan_fingerprint, new.card.bin
     elif new.card_id is not None:  # a rebill's, a recurring charge's or a payout's stored card
         fingerprint, bin_ = store.card_facts(conn, new.card_id)
-    merchant_initiated = _merchant_initiated(new.card_ref_id, new.recurring_payment_id)
+    merchant_initiated = rebills.merchant_initiated(new.card_ref_id, new.recurring_payment_id)
     cardholder_payment = risk.cardholder_payment(new.tx_type, merchant_initiated=merchant_initiated)
     return Sale(
         new.merchant_id,
@@ -193,11 +193,6 @@ def _sale(conn: Connection, new: NewOrder) -> Sale:
         _ip(new.customer),
         cardholder_payment,
     )
-
-
-def _merchant_initiated(card_ref_id: int | None, recurring_payment_id: int | None) -> bool:
-    """A rebill on a stored card or a recurring payment's charge (``engine.requests.initiator``)."""
-    return card_ref_id is not None or recurring_payment_id is not None
 
 
 def _ip(customer: str | None) -> str | None:

@@ -24,6 +24,12 @@ class Scenario(StrEnum):
     IRREGULAR = "IRREGULAR"  # when the merchant decides (top-ups, usage): an unscheduled charge
 
 
+def merchant_initiated(card_ref_id: int | None, recurring_payment_id: int | None) -> bool:
+    """Whether an order is a charge the merchant initiates with no cardholder there: a rebill on a stored
+    card or a recurring payment's charge (CONTRACT §13, §17). Anything else is the cardholder's own."""
+    return card_ref_id is not None or recurring_payment_id is not None
+
+
 def lower_amounts(amounts: Iterable[int], first: int) -> tuple[int, ...]:
     """The amounts to try after ``first`` (the request's amount), each once, highest first."""
     return tuple(sorted({amount for amount in amounts if amount < first}, reverse=True))

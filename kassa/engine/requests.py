@@ -8,7 +8,7 @@ from typing import Any, assert_never
 
 import orjson
 
-from kassa.domain import destinations
+from kassa.domain import destinations, rebills
 from kassa.domain.rebills import Scenario
 from kassa.domain.transactions import Direction, Flow, TxType, rule
 from kassa.processors.interface import (
@@ -90,13 +90,11 @@ _SCENARIOS = {Scenario.REGULAR: Initiator.RECURRING, Scenario.IRREGULAR: Initiat
 def initiator(order: Record) -> Initiator:
     """A recurring payment's charge, a rebill on a stored card (recurring or unscheduled as its
     ``recurrent_scenario`` says; unscheduled without one), or the cardholder's own payment."""
+    if not rebills.merchant_initiated(order["card_ref_id"], order["recurring_payment_id"]):
+        return Initiator.CARDHOLDER
     if order["recurrent_scenario"] is not None:
         return _SCENARIOS[Scenario(order["recurrent_scenario"])]
-    if order["recurring_payment_id"] is not None:
-        return Initiator.RECURRING
-    if order["card_ref_id"] is not None:
-        return Initiator.UNSCHEDULED
-    return Initiator.CARDHOLDER
+    return Initiator.RECURRING if order["recurring_payment_id"] is not None else Initiator.UNSCHEDULED
 
 
 def _needed(card: Card | None) -> Card:
