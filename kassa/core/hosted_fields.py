@@ -3,6 +3,8 @@ the gateway refused), and a sale that takes the card a token stands for, once.""
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from sqlalchemy import Connection
 
 from kassa.core import opening
@@ -46,18 +48,21 @@ def tokenize(conn: Connection, ticket_digest: str, endpoint_id: int, card: Token
         store.store_card(conn, ticket_digest, card, now_ms)
 
 
-def token_problem(row: Record | None, merchant_id: int, now_ms: int) -> str | None:
-    if row is None or row["merchant_id"] != merchant_id or row["expires_at_ms"] < now_ms:
+def token_problem(row: Record | None, addressed: Collection[int], now_ms: int) -> str | None:
+    """Why the token's ``row`` cannot pay a sale addressed to one of ``addressed`` (the endpoint or group as
+    addressed, and its members), if it cannot: the SDK was initialised with the ticket's endpoint, so a token
+    pays there alone, never at another endpoint of the same merchant. The refusal does not say which."""
+    if row is None or row["endpoint_id"] not in addressed or row["expires_at_ms"] < now_ms:
         return "is unknown or has expired (a token lives as long as its ticket, 15 minutes)"
     return None
 
 
-def sale(conn: Connection, token_digest: str, new: NewOrder) -> Started:
+def sale(conn: Connection, token_digest: str, addressed: Collection[int], new: NewOrder) -> Started:
     """Opens the sale ``new`` on the card the token stands for (``new.card``, made from it) and spends the
     token. A repeat of that sale (the same client_orderid on the same endpoint) finds its order, as any
     repeat does; any other use of a spent token is refused."""
     row = store.by_token(conn, token_digest, lock=True)
-    if problem := token_problem(row, new.merchant_id, new.now_ms):
+    if problem := token_problem(row, addressed, new.now_ms):
         raise TokenRefused(problem)
     assert row is not None
     if row["order_id"] is not None:

@@ -127,6 +127,15 @@ def test_another_merchants_token_is_refused(shop: Merchant, make_merchant: Calla
     assert "unknown or has expired" in answer.json()["error-message"]
 
 
+def test_a_token_pays_only_at_the_endpoint_its_ticket_was_made_for(shop: Merchant) -> None:
+    """The SDK was initialised with the ticket's endpoint: its token is refused at the merchant's others."""
+    created = shop.gateway.cli("endpoint", "create", "--merchant", shop.login, "--currency", "USD")
+    elsewhere = Merchant(shop.gateway, shop.login, shop.control_key, created["id"], "USD")
+    answer = sale(elsewhere, token_for(shop))
+    assert (answer.status_code, answer.json()["error-code"]) == (400, 1)
+    assert "unknown or has expired" in answer.json()["error-message"]
+
+
 def test_a_ticket_tokenizes_once(shop: Merchant) -> None:
     ticket = ephemeral_ticket(shop)
     assert tokenize(shop, ticket).status_code == 200

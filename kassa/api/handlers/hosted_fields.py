@@ -47,14 +47,15 @@ async def sale(req: OperationRequest) -> Reply:
     endpoint = serving_within_limits(req, cur)
     digest = tokens.digest(token)
     row = await req.services.db.read_point(lambda conn: store.by_token(conn, digest))
-    if problem := core.token_problem(row, req.merchant_id, now_ms()):
+    addressed = {req.endpoint.id, *req.endpoint.member_ids()}
+    if problem := core.token_problem(row, addressed, now_ms()):
         raise field_error(TOKEN_FIELD, problem)
     assert row is not None
     new = payments.new_order(req, TxType.SALE, endpoint.id, cur)
     if row["order_id"] is None:  # else a repeat of the sale that used it: core.sale finds that order
         new = _paid_with(req, row, new)
     try:
-        started = await req.write(lambda conn: core.sale(conn, digest, new))
+        started = await req.write(lambda conn: core.sale(conn, digest, addressed, new))
     except core.TokenRefused as refused:
         raise field_error(TOKEN_FIELD, str(refused)) from None
     return payments.answer_opened(req, new, started, callbacks_queued=False)
