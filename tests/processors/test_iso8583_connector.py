@@ -15,12 +15,12 @@ import pytest
 from kassa.domain.recurring import date_of, midnight_ms
 from kassa.processors.iso8583 import dialect
 from kassa.sandbox.acquirer_host import AcquirerHost
-from tests.api.test_card_refs import card_ref_of, make_rebill
+from tests.api.test_card_refs import card_ref_of, make_rebill, stored_card
 from tests.api.test_payouts import BANK, payout
 from tests.api.test_payouts import CARD as PAYOUT_CARD
 from tests.api.test_rebills import rebill
 from tests.api.test_recurring import card_fields, charges, move_to, subscribed
-from tests.api.test_transfers import DESTINATION, SOURCE, money, v4
+from tests.api.test_transfers import DESTINATION, SOURCE, money, v2_transfer_by_ref, v4
 from tests.api.test_transfers import final as final_transfer
 from tests.ops.test_probes import scrape
 from tests.pages.test_threeds_merchant_hosted import through_acs, upload
@@ -565,6 +565,21 @@ def test_a_card_to_card_transfer_charges_the_source_card_then_credits_the_receiv
     assert "48" not in credit and "14" not in credit
     # The merchant sees the charge's references: what the cardholder's statement and a chargeback name.
     assert status["processor-rrn"] == charge["37"] != credit["37"] and len(status["approval-code"]) == 6
+
+
+@pytest.mark.parametrize(
+    ("typed", "charged_as"), [({}, {"MI": "U"}), ({"cvv2": "123"}, {"CV": "123", "MI": "C"})], ids=["stored", "typed"]
+)
+def test_a_v2_transfer_by_ref_charges_a_stored_card_as_the_merchants_unless_its_holder_typed_the_cvv2(
+    iso_merchant: Merchant, host: AcquirerHost, typed: dict[str, str], charged_as: dict[str, str]
+) -> None:
+    source, destination = stored_card(iso_merchant), stored_card(iso_merchant, DESTINATION)
+    seen = len(host.received)
+    answer = v2_transfer_by_ref(iso_merchant, f"iso-tr2-{next(_names)}", destination, "40.00", source, **typed)
+    assert final_transfer(iso_merchant, answer)["status"] == "approved"
+    charge, credit = _messages_of(host, seen)
+    assert (charge["3"], credit["3"]) == ("000000", "260000")
+    assert dialect.parse_tlv(host.dialect, charge["48"]) == charged_as
 
 
 def test_a_transfer_whose_credit_is_refused_voids_its_charge_and_is_declined_as_the_credit_was(

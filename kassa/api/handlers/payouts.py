@@ -120,8 +120,9 @@ async def transfer_by_ref(req: OperationRequest) -> Reply:
 
 async def transfer_by_ref_v2(req: OperationRequest) -> Reply:
     """v2: to the card of ``destination-card-ref-id`` from the card of ``source-card-ref-id`` (a transfer
-    decided as a sale of the source card: by its ``cvv2``, with 3-D Secure, when its holder typed one), or
-    from the merchant's balance when no source is named (v4 transfer-by-ref's transfer)."""
+    decided as a sale of the source card: by its ``cvv2``, with 3-D Secure, when its holder typed one; else
+    a charge the merchant initiates on the stored card, as a rebill), or from the merchant's balance when no
+    source is named (v4 transfer-by-ref's transfer)."""
     destination = await usable_card(req, "destination-card-ref-id")
     if "source-card-ref-id" not in req.values:
         return await _deposit_transfer(req, destination.card_id)
@@ -129,6 +130,8 @@ async def transfer_by_ref_v2(req: OperationRequest) -> Reply:
     endpoint = serving_within_limits(req, cur)
     source = await usable_card(req, "source-card-ref-id")
     new = dataclasses.replace(new_order(req, TxType.TRANSFER, endpoint.id, cur), card_id=source.card_id)
+    if new.cvv_ciphertext is None:  # nobody typed anything: the merchant charges the card it stored
+        new = dataclasses.replace(new, card_ref_id=source.ref_id)
     return await _open(req, new, await _stored_card_number(req, destination))
 
 
