@@ -74,6 +74,17 @@ IIN_RANGES: tuple[tuple[int, int, int, Brand], ...] = tuple(
 
 _IIN_LONGEST = max(length for length, *_ in IIN_RANGES)
 
+# The lengths each brand issues numbers in. Hosted Fields' card-number iframe takes a number of its brand as
+# complete, and valid, at these lengths alone (another brand's, or none: any length the gateway accepts);
+# the gateway itself accepts any length within _PAN_MIN.._PAN_MAX, so a brand's new length still pays.
+ISSUED_LENGTHS: dict[Brand, tuple[int, ...]] = {
+    Brand.AMEX: (15,),
+    Brand.MASTERCARD: (16,),
+    Brand.MIR: (16, 17, 18, 19),
+    Brand.VISA: (13, 16, 19),
+    Brand.DINERS: (14, 15, 16, 17, 18, 19),
+}
+
 # An ASCII digit to the value of the digit doubled, less 9 past 9.
 _LUHN_DOUBLED = bytes.maketrans(b"0123456789", bytes([0, 2, 4, 6, 8, 1, 3, 5, 7, 9]))
 
@@ -121,13 +132,29 @@ def _brand_of_prefix(prefix: str) -> Brand | None:
     return None
 
 
-def cvv_valid(cvv: str, brand: Brand | None) -> bool:
+def cvv_lengths(brand: Brand | None) -> tuple[int, ...]:
     """With the brand unknown either common length is accepted rather than rejecting a real card."""
-    if _DIGITS.fullmatch(cvv) is None:
-        return False
     if brand is None:
-        return len(cvv) in (3, 4)
-    return len(cvv) == (4 if brand is Brand.AMEX else 3)
+        return (3, 4)
+    return (4,) if brand is Brand.AMEX else (3,)
+
+
+def cvv_valid(cvv: str, brand: Brand | None) -> bool:
+    return _DIGITS.fullmatch(cvv) is not None and len(cvv) in cvv_lengths(brand)
+
+
+def browser_rules() -> dict[str, object]:
+    """These rules as a browser's script reads them (Hosted Fields' iframes): brands by IIN, longest prefix
+    first; each brand's issued lengths and CVV lengths; the lengths any number may have; how many years
+    ahead an expiry may be. The iframes check with the gateway's own rules, never a copy of them."""
+    return {
+        "brands": [[length, first, last, brand.value] for length, first, last, brand in IIN_RANGES],
+        "panLengths": {brand.value: list(lengths) for brand, lengths in ISSUED_LENGTHS.items()},
+        "panRange": [_PAN_MIN, _PAN_MAX],
+        "cvvLengths": {brand.value: list(cvv_lengths(brand)) for brand in Brand},
+        "cvvLengthsUnknown": list(cvv_lengths(None)),
+        "maxYearsAhead": _MAX_YEARS_AHEAD,
+    }
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,15 @@ from enum import StrEnum
 from kassa.domain import cards
 
 TICKET_TTL_MS = 15 * 60 * 1000
+# The CSS properties a merchant's style bag may set (CONTRACT §18: colours, fonts, letter spacing, line
+# height, padding, text alignment), camelCase as the SDK takes them. The field page gets this list with
+# its rules and applies it again: a script of the merchant's page can post styles to it directly. The SDK,
+# a static script on the merchant's page, holds a copy a test keeps equal to this one.
+STYLE_PROPERTIES = (
+    "color", "backgroundColor", "caretColor", "fontFamily", "fontSize", "fontStyle", "fontVariant", "fontWeight",
+    "letterSpacing", "lineHeight", "padding", "paddingTop", "paddingRight", "paddingBottom", "paddingLeft",
+    "textAlign",
+)  # fmt: skip
 
 
 class Part(StrEnum):

@@ -38,7 +38,7 @@ def _script_json(value: object) -> str:
 
 
 _PROBLEMS = _script_json({str(p.code): p.as_json() for p in hf.PROBLEMS})
-_BRANDS = _script_json([[length, first, last, brand.value] for length, first, last, brand in cards.IIN_RANGES])
+_RULES = _script_json({**cards.browser_rules(), "styleProperties": list(hf.STYLE_PROPERTIES)})
 
 
 def _static(name: str) -> bytes:
@@ -82,7 +82,7 @@ class HostedFields:
             placeholder=query.get("placeholder", "")[:_TEXT_MAX],
             autocomplete=_AUTOCOMPLETE[part],
             problems=_PROBLEMS,
-            brands=_BRANDS,
+            rules=_RULES,
         )
         return html(page)
 

@@ -2,6 +2,7 @@ import datetime
 
 import pytest
 
+from kassa.domain import cards
 from kassa.domain.cards import (
     Brand,
     CardError,
@@ -293,3 +294,10 @@ def test_pan_helpers_refuse_text_that_is_not_a_normalized_pan(helper: object, pa
 def test_stored_card_is_masked_to_its_brands_usual_length() -> None:
     assert mask_stored("411111", "1111", "VISA") == "411111******1111"
     assert mask_stored("378282", "0005", "AMEX") == "378282*****0005"
+
+
+def test_the_rules_a_browser_gets_are_the_gateways_own() -> None:
+    rules = cards.browser_rules()
+    assert (rules["panRange"], rules["maxYearsAhead"], rules["cvvLengthsUnknown"]) == ([12, 19], 50, [3, 4])
+    assert rules["cvvLengths"] == {brand.value: [4] if brand is Brand.AMEX else [3] for brand in Brand}
+    assert rules["brands"][0][0] == max(length for length, *_ in cards.IIN_RANGES)  # longest prefix first

@@ -6,12 +6,15 @@ policy violation may be reported, and the merchant page's own script never reach
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
+from importlib import resources
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import ConsoleMessage, FrameLocator, Page, Route, expect
 
+from kassa.domain import hosted_fields as hf
 from tests.support.checkout import Checkout, serving
 from tests.support.gateway import Merchant
 from tests.support.hosted_fields import TEST_CARD, future_expiry, v4_merchant
@@ -207,3 +210,10 @@ def test_styles_beyond_the_allow_list_are_dropped_and_the_sdk_refuses_the_shops_
     assert [e["code"] for e in page.evaluate("window.shopLog.errors")] == [1002]
     assert page.locator("iframe").count() == 0
     assert console == []
+
+
+def test_the_sdk_lets_through_the_styles_the_field_page_applies() -> None:
+    """The SDK, a static script on the merchant's page, keeps its own copy of the allow-list."""
+    sdk = resources.files("kassa.pages").joinpath("static", "hosted-fields.js").read_text()
+    listed = re.search(r"var STYLE_PROPERTIES = \[(.*?)\];", sdk, re.S)
+    assert listed is not None and tuple(re.findall(r'"(\w+)"', listed.group(1))) == hf.STYLE_PROPERTIES

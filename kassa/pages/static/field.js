@@ -26,14 +26,10 @@
   var scheme = params.get("scheme") || "";
   if (/^[a-z ]{1,32}$/.test(scheme)) document.documentElement.style.colorScheme = scheme;
 
-  var STYLE_PROPERTIES = [
-    "color", "backgroundColor", "caretColor", "fontFamily", "fontSize", "fontStyle", "fontVariant", "fontWeight",
-    "letterSpacing", "lineHeight", "padding", "paddingTop", "paddingRight", "paddingBottom", "paddingLeft",
-    "textAlign"
-  ];
+  // The gateway's own card rules and style allow-list (kassa/domain/cards.py, domain/hosted_fields.py).
+  var RULES = JSON.parse(document.getElementById("hf-rules").textContent);
+  var BRANDS = RULES.brands;  // longest prefix first
   var SAFE_VALUE = /^[^;{}<>\\@]{0,120}$/;
-  var BRANDS = JSON.parse(document.getElementById("hf-brands").textContent);  // kassa/domain/cards.py's, longest first
-  var LENGTHS = { AMEX: [15], MASTERCARD: [16], MIR: [16, 17, 18, 19], VISA: [13, 16, 19], DINERS: [14, 15, 16, 17, 18, 19] };
   var PART_ORDER = ["pan", "exp", "cvv"];
 
   var channel = new BroadcastChannel("hf-" + channelName);
@@ -77,7 +73,7 @@
     var data = event.data || {};
     if (data.type === "brand" && part === "cvv") {
       brand = data.brand;
-      input.maxLength = brand === "AMEX" ? 4 : brand ? 3 : 4;
+      input.maxLength = Math.max.apply(null, cvvLengths());
       if (shown !== null) check(true);
     } else if (data.type === "collect" && part !== "pan") {
       var code = check(true);
@@ -92,7 +88,7 @@
   function allowed(style) {
     var clean = {};
     if (!style || typeof style !== "object") return clean;
-    STYLE_PROPERTIES.forEach(function (name) {
+    RULES.styleProperties.forEach(function (name) {
       var value = style[name];
       if (typeof value === "number") value = String(value);
       if (typeof value === "string" && SAFE_VALUE.test(value) && !/url\s*\(/i.test(value)) clean[name] = value;
@@ -148,10 +144,15 @@
     return sum % 10 === 0;
   }
 
+  function cvvLengths() {
+    return brand ? RULES.cvvLengths[brand] : RULES.cvvLengthsUnknown;
+  }
+
   function panProblem(number) {
     if (number === "") return 2001;
-    var lengths = LENGTHS[brandOf(number)];
-    var lengthOk = lengths ? lengths.indexOf(number.length) >= 0 : number.length >= 12 && number.length <= 19;
+    var lengths = RULES.panLengths[brandOf(number)];
+    var range = RULES.panRange;
+    var lengthOk = lengths ? lengths.indexOf(number.length) >= 0 : number.length >= range[0] && number.length <= range[1];
     return lengthOk && luhn(number) ? null : 2002;
   }
 
@@ -163,14 +164,13 @@
     var year = 2000 + Number(found[2]);
     var month = Number(found[1]);
     if (year < now.getFullYear() || (year === now.getFullYear() && month < now.getMonth() + 1)) return 2103;
-    if (year > now.getFullYear() + 50) return 2104;
+    if (year > now.getFullYear() + RULES.maxYearsAhead) return 2104;
     return null;
   }
 
   function cvvProblem(text) {
     if (text === "") return 2201;
-    var wanted = brand === "AMEX" ? [4] : brand ? [3] : [3, 4];
-    return /^\d+$/.test(text) && wanted.indexOf(text.length) >= 0 ? null : 2202;
+    return /^\d+$/.test(text) && cvvLengths().indexOf(text.length) >= 0 ? null : 2202;
   }
 
   function problemOf() {
@@ -229,7 +229,7 @@
     var digitsBefore = digits(before.slice(0, caret)).length;
     var deleting = event && event.inputType && event.inputType.indexOf("delete") === 0;
     var after;
-    if (part === "pan") after = formatPan(digits(before).slice(0, 19));
+    if (part === "pan") after = formatPan(digits(before).slice(0, RULES.panRange[1]));
     else if (part === "exp") after = formatExp(before, deleting);
     else after = digits(before).slice(0, input.maxLength > 0 ? input.maxLength : 4);
     if (after === before) return;
@@ -247,11 +247,11 @@
   function complete() {
     var value = digits(input.value);
     if (part === "pan") {
-      var lengths = LENGTHS[brandOf(value)] || [16, 19];
+      var lengths = RULES.panLengths[brandOf(value)] || [16, RULES.panRange[1]];
       return value.length >= lengths[lengths.length - 1];
     }
     if (part === "exp") return value.length === 4;
-    return value.length === (brand === "AMEX" ? 4 : 3);
+    return value.length === cvvLengths()[0];
   }
 
   input.addEventListener("input", function (event) {
