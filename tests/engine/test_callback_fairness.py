@@ -25,4 +25,6 @@ def test_callbacks_stuck_on_a_slow_host_do_not_delay_another_merchants_callback(
         order = other.sale("fast-1", server_callback_url=receiver.url).json()["paynet-order-id"]
         [callback] = receiver.wait_for(1, timeout=10)
     assert callback.query["orderid"] == order
-    assert callback.at - sent < 2
+    # Behind even one attempt at the silent host it would have waited its 5 s timeout; 2 s failed once on
+    # a loaded machine, with the sale's own processing slowed.
+    assert callback.at - sent < 4
