@@ -30,7 +30,7 @@ PREFIX = "/paynet"
 API_ONLY = ("--workers", "0")
 # An API-only process's jobs wait for workers that are not there, so the oldest due job ages from the
 # first sale on and the gateway would shed what the run measures: acceptance runs with shedding off.
-NO_SHEDDING = {"KASSA_OVERLOAD_JOB_AGE": "0"}
+NO_SHEDDING = {"KASSA_OVERLOAD_JOB_AGE": "0", "KASSA_OVERLOAD_CALLBACK_AGE": "0"}
 
 
 def free_port() -> int:

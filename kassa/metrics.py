@@ -102,6 +102,12 @@ OVERLOAD_JOB_AGE: Final = Gauge(
     "The overload signal: how long the oldest due job no worker holds has waited, as last sampled.",
     multiprocess_mode="livemax",
 )
+OVERLOAD_CALLBACK_AGE: Final = Gauge(
+    "kassa_overload_callback_age_seconds",
+    "The overload signal's second part: how long the oldest due first attempt of a callback that could go out "
+    "now (its destination neither down nor at its limit in flight) has waited, as last sampled.",
+    multiprocess_mode="livemax",
+)
 OVERLOAD_SHEDDING: Final = Gauge(
     "kassa_overload_shedding",
     "1 while this server refuses operations that open an order for overload (summed: processes shedding).",

@@ -493,6 +493,14 @@ class Settings:
         "(HTTP 503, code 11, `Retry-After`), until that wait is below half of it; `0`: never (see "
         "`docs/operations.md`, *Overload*)",
     )
+    overload_callback_age: float = setting(
+        "KASSA_OVERLOAD_CALLBACK_AGE",
+        "1",
+        number(0, inclusive=True),
+        "seconds the oldest due first attempt of a callback may wait for the dispatcher, its destination neither "
+        "down nor at its limit in flight, before the API refuses operations that open an order as for "
+        "`KASSA_OVERLOAD_JOB_AGE`; `0`: never (see `docs/operations.md`, *Overload*)",
+    )
     trusted_proxies: tuple[str, ...] = setting(
         "KASSA_TRUSTED_PROXIES",
         "127.0.0.1,::1",

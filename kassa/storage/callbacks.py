@@ -405,6 +405,33 @@ _NEXT_DUE = Prepared(
 )
 
 
+# The overload signal's read of the callbacks (``engine.overload``): the longest due destinations' heads of
+# first attempts, along ``ix_callback_destinations_first``, with their callbacks in flight; no lock taken.
+_SIGNAL_PAGE = 32
+_FIRST_HEADS = Prepared(
+    select(
+        callback_destinations.c.first_at_ms.label("at"),
+        callback_destinations.c.failures,
+        _in_flight("destination", callback_destinations.c.destination).label("flying"),
+    )
+    .where(callback_destinations.c.first_at_ms <= bindparam("now_ms"))
+    .order_by(callback_destinations.c.first_at_ms)
+    .limit(_SIGNAL_PAGE)
+)
+
+
+def oldest_deliverable(conn: Connection, now_ms: int, per_destination: int) -> int | None:
+    """When the longest due first attempt that the dispatcher could send now was due: at a destination with
+    room (fewer than ``per_destination`` in flight; one that is down has its head at its next probe, and
+    room for that probe alone); None when none waits. A dead receiver's backlog waits for its probe and a
+    slow one's for its own room, so neither counts: only the dispatcher's own lag does. Reads the
+    ``_SIGNAL_PAGE`` longest due heads at most: past that many destinations at their limit, None."""
+    for head in _FIRST_HEADS.all(conn, {"now_ms": now_ms}):
+        if head["flying"] < (1 if head["failures"] else per_destination):
+            return int(head["at"])
+    return None
+
+
 def next_due(conn: Connection) -> int | None:
     """The earliest time a claim may find a callback to take, or None when none waits. A head already past
     is a destination or merchant at its limit in flight: the claim after this one may find room."""

@@ -2,7 +2,8 @@
 the oldest that is due. The counts read the queues' due indexes (``ix_jobs_run_at``, ``ix_callbacks_due``);
 a callback is due from its destination's queue head (``callback_destinations``: not before the next probe
 of a destination that is down, whose callbacks wait for it rather than for the dispatcher). And the
-overload signal (``engine.overload``): how long the oldest due job no worker holds has waited."""
+overload signals (``engine.overload``): how long the oldest due job no worker holds has waited, and the
+oldest due first attempt of a callback the dispatcher could send now."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, bindparam, func, literal, select
 
 from kassa.storage import acquirer_messages
+from kassa.storage import callbacks as callback_queue
 from kassa.storage.jobs import JobKind
 from kassa.storage.tables import callback_destinations, callbacks, jobs
 
@@ -77,3 +79,9 @@ _OLDEST_WAITING = (
 def oldest_waiting_job_age_ms(conn: Connection, now_ms: int) -> int:
     """How long the oldest due job that no worker holds has waited; 0 when none waits."""
     return _age(conn.execute(_OLDEST_WAITING, {"now_ms": now_ms}).scalar(), now_ms)
+
+
+def oldest_waiting_callback_age_ms(conn: Connection, now_ms: int, per_destination: int) -> int:
+    """How long the oldest due first attempt of a callback that could go out now has waited
+    (``storage.callbacks.oldest_deliverable``); 0 when none waits."""
+    return _age(callback_queue.oldest_deliverable(conn, now_ms, per_destination), now_ms)

@@ -30,8 +30,8 @@ from tests.support.gateway import (
     new_merchant,
 )
 from tests.support.operations import void
-from tests.support.overload import age_waiting_jobs, figures_once
-from tests.support.receiver import Receiver, running
+from tests.support.overload import age_waiting_callbacks, age_waiting_jobs, figures_once
+from tests.support.receiver import Receiver, running, silent_host
 
 OVERLOAD = {"KASSA_OVERLOAD_JOB_AGE": "1"}  # the default: test gateways run without it
 HOUR = 3600.0
@@ -245,3 +245,22 @@ def test_every_process_of_a_server_sheds_when_the_jobs_of_the_database_wait(
     assert value(samples, "kassa_overload_job_age_seconds") >= HOUR
     # New connections: the kernel spreads them over both processes.
     assert [shop.sale(f"refused-{n}").status_code for n in range(8)] == [503] * 8
+
+
+def test_a_gateway_whose_callbacks_wait_for_the_dispatcher_refuses_new_sales(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    """Short of CPU, a gateway may keep up with its jobs and fall behind on its callbacks: that sheds too.
+    Here its dispatcher sends one callback at a time and a silent receiver holds that one: the next sale's
+    callback, to a receiver that is up, waits for the dispatcher (the jobs' signal is off, 0)."""
+    gateway = gateway_factory(
+        KASSA_OVERLOAD_CALLBACK_AGE="1", KASSA_CALLBACK_CONCURRENCY="1", KASSA_CALLBACK_TIMEOUT="60"
+    )
+    shop = a_merchant(gateway)
+    with silent_host() as silent_url, running(Receiver(free_port())) as receiver:
+        shop.wait_final(shop.sale("held", server_callback_url=silent_url).json()["paynet-order-id"])
+        shop.wait_final(shop.sale("waiting", server_callback_url=receiver.url).json()["paynet-order-id"])
+        age_waiting_callbacks(gateway, 60)
+        samples = figures_once(gateway, shedding=True)
+        assert value(samples, "kassa_overload_callback_age_seconds") >= 60
+        assert shop.sale("refused").status_code == 503

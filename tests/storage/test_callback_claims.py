@@ -288,3 +288,24 @@ def test_an_attempt_recorded_by_a_dispatcher_whose_lease_ran_out_and_was_taken_w
 def _attempts_logged(db: Database) -> int:
     query = select(func.count()).select_from(callback_attempts)
     return int(db.read_sync(lambda conn: conn.execute(query).scalar_one()))
+
+
+def _callback_wait(db: Database, now: int, per_destination: int = 2) -> int:
+    return db.read_sync(lambda conn: queue_figures.oldest_waiting_callback_age_ms(conn, now, per_destination))
+
+
+def test_the_overload_signal_counts_a_first_attempt_waiting_at_a_destination_with_room(db: Database) -> None:
+    _queued(db, ["http://idle.example/cb"])
+    assert _callback_wait(db, NOW + 3_000) == 3_000
+
+
+def test_the_overload_signal_leaves_out_a_destination_at_its_limit_and_one_that_is_down(db: Database) -> None:
+    limits = DeliveryLimits(per_destination=2, per_merchant=1000)
+    _queued(db, ["http://down.example/cb"] * 5)
+    [probe] = _claimed(db, "callbacks-a", DeliveryLimits(per_destination=1, per_merchant=1000))
+    _record(db, probe, "callbacks-a", _answer(None, at=NOW))  # down: its next probe is 15 s away
+    _queued(db, ["http://slow.example/cb"] * 50)
+    assert _claim(db, "callbacks-a", limits) == ["http://slow.example/cb"] * 2  # its limit, in flight
+    # Both hold callbacks back by design: the dispatcher is not behind, whatever their backlogs.
+    assert _callback_wait(db, NOW + 3_000) == 0
+    assert _callback_wait(db, NOW + 3_000, per_destination=3) == 3_000  # with room, slow.example's would count

@@ -104,8 +104,10 @@ class Gateway:
             KASSA_DB_THREADS="4",  # many gateways share the test server's 100 connections
             KASSA_ENDPOINT_CACHE_SECONDS="0",
             # No load shedding: test gateways share two cores with other suites and move their clocks by
-            # days, so how long their jobs wait says nothing of overload. tests/api/test_overload.py sets it.
+            # days, so how long their jobs and callbacks wait says nothing of overload. tests/api/test_overload.py
+            # sets them.
             KASSA_OVERLOAD_JOB_AGE="0",
+            KASSA_OVERLOAD_CALLBACK_AGE="0",
             # No per-address limit: every test of a worker speaks to its gateway from 127.0.0.1, together far
             # over one client's 200 a second. tests/api/test_rate_limits.py sets it.
             KASSA_ADDRESS_RATE="0",

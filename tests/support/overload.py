@@ -1,5 +1,6 @@
-"""Driving a gateway's overload signal (the age of the oldest due job no worker holds) without waiting for a
-real backlog: its waiting jobs are made due in the past, then its figures read until its sampler saw them."""
+"""Driving a gateway's overload signals (the age of the oldest due job no worker holds, and of the oldest due
+callback the dispatcher could send) without waiting for a real backlog: its waiting jobs or callbacks are
+made due in the past, then its figures read until its sampler saw them."""
 
 from __future__ import annotations
 
@@ -25,6 +26,16 @@ def age_waiting_jobs(gateway: Gateway, seconds: float) -> None:
     """Every job no worker holds becomes due ``seconds`` ago, by the gateway's clock."""
     due = gateway_now_ms(gateway) - round(seconds * 1000)
     run_sql(gateway.database_url, f"UPDATE jobs SET run_at_ms = {due} WHERE lease_owner IS NULL")
+
+
+def age_waiting_callbacks(gateway: Gateway, seconds: float) -> None:
+    """Every callback no dispatcher holds, and its destination's head, becomes due ``seconds`` ago."""
+    due = gateway_now_ms(gateway) - round(seconds * 1000)
+    run_sql(
+        gateway.database_url,
+        f"UPDATE callbacks SET next_attempt_at_ms = {due} WHERE state = 'pending' AND lease_until_ms IS NULL",
+    )
+    run_sql(gateway.database_url, f"UPDATE callback_destinations SET first_at_ms = {due} WHERE first_at_ms IS NOT NULL")
 
 
 def figures_once(
