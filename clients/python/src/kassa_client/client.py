@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar, Unpack
@@ -51,11 +51,12 @@ class _Base:
         timeout: float = 30.0,
         max_retries: int = 2,
         backoff: float = 0.5,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         key = private_key if private_key is None or isinstance(private_key, rsa.RSAPrivateKey) else None
         if private_key is not None and key is None:
             key = load_private_key(private_key)  # type: ignore[arg-type]
-        signer = Signer(login, control_key, key)
+        signer = Signer(login, control_key, key, clock)
         self.config = Config(base_url, endpoint_id, login, control_key, signer, format, group, max_retries, backoff)
         self.timeout = timeout
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from urllib.parse import urljoin
@@ -72,6 +73,16 @@ class HostedBrowser:
 
     def follow(self, url: str) -> dict[str, str]:
         return self._walk("GET", url, {}, {})
+
+    def challenge(self, step: Mapping[str, str], term_url: str = "https://shop.example/3ds") -> dict[str, str]:
+        """Merchant-hosted 3-D Secure: posts a status answer's challenge (``acs-url`` with ``creq``, or with
+        ``pareq`` and ``md``) to the issuer, answers it, and returns what the issuer sends back (``cres``, or
+        ``PaRes`` and ``MD``) for ``upload_cres_result`` or ``upload_pares_result``."""
+        if step.get("creq"):
+            posted = {"creq": step["creq"]}
+        else:
+            posted = {"PaReq": step["pareq"], "MD": step["md"], "TermUrl": term_url}
+        return self._walk("POST", step["acs-url"], posted, {})
 
     def _walk(self, method: str, url: str, data: dict[str, str], card: dict[str, str]) -> dict[str, str]:
         deadline = time.monotonic() + self.timeout

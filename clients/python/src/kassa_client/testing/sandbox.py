@@ -15,7 +15,8 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -111,6 +112,12 @@ class SandboxGateway:
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     env: dict[str, str] = field(init=False)
+    offset: float = 0.0  # seconds the test clock is ahead of real time
+
+    def clock(self) -> float:
+        """The gateway's time, in epoch seconds: what the sandbox's clients sign OAuth requests with, since
+        a timestamp more than 300 s off the gateway's clock is refused."""
+        return time.time() + self.offset
 
     def __post_init__(self) -> None:
         self.env = {name: value for name, value in os.environ.items() if not name.startswith("KASSA_")}
@@ -138,8 +145,11 @@ class SandboxGateway:
             raise RuntimeError(f"kassa {' '.join(args)} failed: {done.stderr[-2000:]}")
         return json.loads(done.stdout)
 
-    def start(self, timeout: float = 60.0) -> SandboxGateway:
+    def migrate(self) -> None:
+        """Creates the database's schema (``kassa db upgrade``): before ``start`` and ``merchant``."""
         subprocess.run([self.executable, "db", "upgrade"], env=self.env, check=True, capture_output=True)
+
+    def start(self, timeout: float = 60.0) -> SandboxGateway:
         log = (self.directory / "gateway.log").open("ab")
         for _ in range(3):  # another process may take the port between its pick and the bind
             self.process = subprocess.Popen(
@@ -185,21 +195,28 @@ class SandboxGateway:
         due are done on return; due jobs, recurring charges and callbacks have started."""
         answer = httpx.post(f"{self.base_url}/_test/clock", data={"advance": str(seconds)}, timeout=60)
         answer.raise_for_status()
-        return int(answer.json()["now_ms"])
+        now_ms = int(answer.json()["now_ms"])
+        self.offset = now_ms / 1000 - time.time()
+        return now_ms
 
     def merchant(self, login: str | None = None, currency: str = "USD", balance: str = "1000000") -> Merchant:
         """A new merchant (classic format allowed, so that clients may speak either format), a sandbox
         endpoint in ``currency``, an RSA key pair registered for v4, and a sandbox balance for payouts."""
         login = login or f"merchant-{uuid.uuid4().hex[:10]}"
         created = self.cli("merchant", "create", "--login", login, "--classic")
-        endpoint = self.cli("endpoint", "create", "--merchant", login, "--currency", currency)
         private, public = _key_pair()
         pem = self.directory / f"{login}.pub.pem"
         pem.write_text(public)
-        self.cli("key", "add", "--merchant", login, "--mode", "sandbox", "--pem", str(pem))
-        self.cli("balance", "credit", "--merchant", login, "--currency", currency, "--amount", balance,
-                 "--reason", "test sandbox")  # fmt: skip
-        return Merchant(login, created["control_key"], int(endpoint["id"]), currency, private, public)
+        with ThreadPoolExecutor(3) as pool:  # each command is a process start: the three at once
+            endpoint = pool.submit(self.cli, "endpoint", "create", "--merchant", login, "--currency", currency)
+            key = pool.submit(self.cli, "key", "add", "--merchant", login, "--mode", "sandbox", "--pem", str(pem))
+            credit = pool.submit(
+                self.cli, "balance", "credit", "--merchant", login, "--currency", currency, "--amount", balance,
+                "--reason", "test sandbox",
+            )  # fmt: skip
+            key.result(), credit.result()
+            endpoint_id = int(endpoint.result()["id"])
+        return Merchant(login, created["control_key"], endpoint_id, currency, private, public)
 
 
 @dataclass(frozen=True)
@@ -245,7 +262,7 @@ class Sandbox:
         """The keyword arguments of ``Kassa``/``AsyncKassa`` for this merchant, with ``overrides``."""
         return {
             "endpoint_id": self.endpoint_id, "login": self.login, "control_key": self.control_key,
-            "private_key": _loaded(self.private_key_pem), **overrides,
+            "private_key": _loaded(self.private_key_pem), "clock": self.gateway.clock, **overrides,
         }  # fmt: skip
 
     def new_client(self, **overrides: Any) -> Kassa:
@@ -344,13 +361,19 @@ def _loaded(pem: str) -> rsa.RSAPrivateKey:
 
 @contextmanager
 def running_sandbox(directory: Path, executable: str) -> Iterator[tuple[SandboxGateway, Merchant, CallbackReceiver]]:
-    gateway = SandboxGateway(directory, executable).start()
+    """The gateway started while its merchant is made (both once the database is migrated)."""
+    gateway = SandboxGateway(directory, executable)
+    gateway.migrate()
     receiver = CallbackReceiver()
     try:
-        yield gateway, gateway.merchant(), receiver
+        with ThreadPoolExecutor(1) as pool:
+            made = pool.submit(gateway.merchant)
+            gateway.start()
+            merchant = made.result()
+        yield gateway, merchant, receiver
     finally:
         receiver.close()
         gateway.stop()
 
 
-__all__ = ["CallbackReceiver", "Mapping", "Merchant", "Sandbox", "SandboxGateway"]
+__all__ = ["CallbackReceiver", "Merchant", "Sandbox", "SandboxGateway", "running_sandbox"]
