@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pytest
+
 from kassa_client import Kassa
 from kassa_client.testing import Sandbox
 

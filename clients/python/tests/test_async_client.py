@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from samples import CARD, CUSTOMER
+
 from kassa_client import NotFoundError
 from kassa_client.testing import Sandbox
-from samples import CARD, CUSTOMER
 
 
 def test_async_sale_refund_and_a_refusal(kassa_sandbox: Sandbox) -> None:

@@ -8,6 +8,7 @@ from decimal import Decimal
 from urllib.parse import parse_qs
 
 import pytest
+
 from kassa_client import from_minor, hosted_form_redirect, to_minor, verify_callback, verify_redirect
 from kassa_client.money import wire
 

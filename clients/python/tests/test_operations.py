@@ -7,6 +7,8 @@ import time
 from decimal import Decimal
 
 import pytest
+from samples import CARD, CUSTOMER
+
 from kassa_client import (
     AsyncResponse,
     CardInfo,
@@ -20,7 +22,6 @@ from kassa_client import (
     verify_redirect,
 )
 from kassa_client.testing import Sandbox
-from samples import CARD, CUSTOMER
 
 pytestmark = pytest.mark.timeout(60)
 

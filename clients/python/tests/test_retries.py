@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+
 from kassa_client import Kassa, ServerError, ValidationError
 
 STATUS = {"type": "status-response", "serial-number": "s-1", "status": "approved", "paynet-order-id": "5",

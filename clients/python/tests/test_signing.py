@@ -11,6 +11,7 @@ from urllib.parse import parse_qsl, unquote
 import pytest
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
 from kassa_client import _core
 from kassa_client.operations import OPERATIONS
 from kassa_client.signing import Signer, base_string, verify_control

@@ -187,4 +187,4 @@ def retry_delay(prepared: Prepared, config: Config, attempt: int, outcome: httpx
             return min(float(after), 30.0)
     elif not isinstance(outcome, httpx.TransportError):
         return None
-    return float(min(config.backoff * 2**attempt, 8.0) * (0.5 + random.random() / 2))
+    return float(min(config.backoff * 2**attempt, 8.0) * (0.5 + random.random() / 2))  # noqa: S311 - jitter
