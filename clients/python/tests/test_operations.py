@@ -23,8 +23,6 @@ from kassa_client import (
 )
 from kassa_client.testing import Sandbox
 
-pytestmark = pytest.mark.timeout(60)
-
 
 def approved_sale(client: Kassa, sandbox: Sandbox, amount: str = "10.42", cvv2: str = "123") -> Status:
     sale = client.sale(client_orderid=sandbox.orderid(), amount=amount, currency="USD", cvv2=cvv2, **CARD, **CUSTOMER)
