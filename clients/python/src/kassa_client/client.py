@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar, Unpack
+from typing import Any, Required, TypedDict, TypeVar, Unpack
 
 import httpx
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -35,30 +35,40 @@ A = TypeVar("A", bound=Answer)
 PrivateKey = rsa.RSAPrivateKey | str | bytes | Path
 
 
+class Options(TypedDict, total=False):
+    """The keyword arguments of ``Kassa`` and ``AsyncKassa`` beside ``base_url`` and ``http_client``."""
+
+    endpoint_id: Required[int | str]
+    login: Required[str]
+    control_key: Required[str]
+    private_key: PrivateKey | None  # for v4 (RSA-SHA256) operations: PEM text, bytes, a path or a loaded key
+    format: Format  # "json" (default) or "classic"
+    group: bool  # endpoint_id names an endpoint group
+    timeout: float  # seconds, per request (default 30)
+    max_retries: int  # default 2, for retryable requests only
+    backoff: float  # seconds before the first retry (default 0.5)
+    clock: Callable[[], float]  # the source of oauth_timestamp (default time.time)
+
+
 class _Base:
     """Configuration shared by both clients; the private key is parsed once, here."""
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        endpoint_id: int | str,
-        login: str,
-        control_key: str,
-        private_key: PrivateKey | None = None,
-        format: Format = "json",
-        group: bool = False,
-        timeout: float = 30.0,
-        max_retries: int = 2,
-        backoff: float = 0.5,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        key = private_key if private_key is None or isinstance(private_key, rsa.RSAPrivateKey) else None
-        if private_key is not None and key is None:
-            key = load_private_key(private_key)  # type: ignore[arg-type]
-        signer = Signer(login, control_key, key, clock)
-        self.config = Config(base_url, endpoint_id, login, control_key, signer, format, group, max_retries, backoff)
-        self.timeout = timeout
+    def __init__(self, base_url: str, **options: Unpack[Options]) -> None:
+        given = options.get("private_key")
+        key = given if given is None or isinstance(given, rsa.RSAPrivateKey) else load_private_key(given)
+        signer = Signer(options["login"], options["control_key"], key, options.get("clock", time.time))
+        self.config = Config(
+            base_url,
+            options["endpoint_id"],
+            options["login"],
+            options["control_key"],
+            signer,
+            options.get("format", "json"),
+            options.get("group", False),
+            options.get("max_retries", 2),
+            options.get("backoff", 0.5),
+        )
+        self.timeout = options.get("timeout", 30.0)
 
 
 def _poll_delays(timeout: float) -> Iterator[float]:
@@ -90,7 +100,7 @@ class Kassa(_Base):
     ``base_url`` is the gateway's address with its prefix (``https://gate.example/paynet``);
     ``private_key`` (PEM text, bytes, a path or a loaded key) is needed for v4 operations only."""
 
-    def __init__(self, base_url: str, *, http_client: httpx.Client | None = None, **options: Any) -> None:
+    def __init__(self, base_url: str, *, http_client: httpx.Client | None = None, **options: Unpack[Options]) -> None:
         super().__init__(base_url, **options)
         self._owns_client = http_client is None
         self.http = http_client or httpx.Client(timeout=self.timeout)
@@ -312,7 +322,9 @@ class Kassa(_Base):
 class AsyncKassa(_Base):
     """The asyncio twin of ``Kassa``: the same methods, awaited."""
 
-    def __init__(self, base_url: str, *, http_client: httpx.AsyncClient | None = None, **options: Any) -> None:
+    def __init__(
+        self, base_url: str, *, http_client: httpx.AsyncClient | None = None, **options: Unpack[Options]
+    ) -> None:
         super().__init__(base_url, **options)
         self._owns_client = http_client is None
         self.http = http_client or httpx.AsyncClient(timeout=self.timeout)
