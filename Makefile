@@ -53,7 +53,7 @@ lint: $(STAMP)
 test: $(STAMP) services lint
 	$(VENV)/bin/python -m compileall -q kassa tests clients/python/src
 	$(VENV)/bin/pytest
-	cd clients/python && ../../$(VENV)/bin/pytest -p no:cacheprovider
+	cd clients/python && KASSA_EXECUTABLE=$(CURDIR)/$(VENV)/bin/kassa ../../$(VENV)/bin/pytest -p no:cacheprovider
 
 crashtest: $(STAMP) services
 	$(VENV)/bin/python -m tests.crash.crashtest --rounds 20
