@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import re
+import tomllib
 from pathlib import Path
 
 SOURCES = Path(__file__).parent.parent / "src" / "kassa_client"
@@ -21,3 +23,8 @@ def test_no_module_of_the_client_imports_kassa() -> None:
 
 def test_the_package_is_marked_typed() -> None:
     assert (SOURCES / "py.typed").exists()
+
+
+def test_the_distribution_depends_on_httpx_and_cryptography_only() -> None:
+    project = tomllib.loads((SOURCES.parent.parent / "pyproject.toml").read_text())["project"]
+    assert [re.split(r"[<>=!~ \[;]", r)[0] for r in project["dependencies"]] == ["httpx", "cryptography"]

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import httpx
 import pytest
 
 from kassa_client import Kassa, ServerError, ValidationError
@@ -22,6 +23,7 @@ class Flaky:
     """Answers ``failures`` times with ``failure`` (an HTTP status), then with ``answer``."""
 
     def __init__(self, failures: int, failure: int = 503, answer: tuple[int, dict[str, str]] = (200, STATUS)):
+        """``failure`` 0: the connection is closed without an answer (a network failure)."""
         self.failures, self.failure, self.answer = failures, failure, answer
         self.requests: list[dict[str, str]] = []
 
@@ -32,6 +34,10 @@ class Flaky:
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("content-length", "0")))
                 flaky.requests.append(dict(self.headers))
+                if len(flaky.requests) <= flaky.failures and not flaky.failure:
+                    self.close_connection = True
+                    self.connection.close()
+                    return
                 if len(flaky.requests) <= flaky.failures:
                     status, body = flaky.failure, b"<html>busy</html>"
                     kind = "text/plain"
@@ -105,3 +111,13 @@ def test_a_validation_error_is_never_retried_and_names_its_field(serve: Serve) -
     error = refused.value
     assert (error.code, error.field, error.serial_number, error.merchant_order_id) == ("1", "amount", "s-2", "o")
     assert len(flaky.requests) == 1
+
+
+def test_a_dropped_connection_is_retried_for_a_read_and_raised_for_a_sale(serve: Serve) -> None:
+    flaky = Flaky(1, failure=0)
+    assert serve(flaky).status(orderid="5").status == "approved"
+    assert len(flaky.requests) == 2
+    dropped = Flaky(1, failure=0)
+    with pytest.raises(httpx.TransportError):
+        serve(dropped).sale(client_orderid="o", amount="1", currency="USD")
+    assert len(dropped.requests) == 1

@@ -68,3 +68,13 @@ def test_a_wrong_challenge_code_declines(kassa_sandbox: Sandbox) -> None:
                            redirect_url="https://shop.example/back")  # fmt: skip
     back = kassa_sandbox.browser(challenge_code="000000").pay(form.redirect_url, cvv2="321")
     assert back["status"] == "declined"
+
+
+def test_an_endpoint_group_is_addressed_by_its_group_form(kassa_sandbox: Sandbox) -> None:
+    group = kassa_sandbox.gateway.cli("group", "create", "--merchant", kassa_sandbox.login,
+                                      "--endpoints", str(kassa_sandbox.endpoint_id))  # fmt: skip
+    kassa = kassa_sandbox.new_client(endpoint_id=group["id"], group=True)
+    sale = kassa.sale(client_orderid=kassa_sandbox.orderid(), amount="6.00", currency="USD", cvv2="123",
+                      **CARD, **CUSTOMER)  # fmt: skip
+    assert sale.end_point_id == str(kassa_sandbox.endpoint_id)
+    assert kassa.wait_for_final(sale.orderid).status == "approved"

@@ -123,7 +123,9 @@ class Kassa(_Base):
             prepared = _core.prepare(op, self.config, fields)
             outcome: httpx.Response | Exception
             try:
-                outcome = self.http.post(prepared.url, content=prepared.body, headers=prepared.headers)
+                outcome = self.http.post(
+                    prepared.url, content=prepared.body, headers=prepared.headers, timeout=self.timeout
+                )
             except httpx.TransportError as error:
                 outcome = error
             delay = _core.retry_delay(prepared, self.config, attempt, outcome)
@@ -349,7 +351,9 @@ class AsyncKassa(_Base):
             prepared = _core.prepare(op, self.config, fields)
             outcome: httpx.Response | Exception
             try:
-                outcome = await self.http.post(prepared.url, content=prepared.body, headers=prepared.headers)
+                outcome = await self.http.post(
+                    prepared.url, content=prepared.body, headers=prepared.headers, timeout=self.timeout
+                )
             except httpx.TransportError as error:
                 outcome = error
             delay = _core.retry_delay(prepared, self.config, attempt, outcome)
