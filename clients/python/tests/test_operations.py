@@ -100,11 +100,16 @@ def test_card_forms_paid_on_the_hosted_page(client: Kassa, kassa_sandbox: Sandbo
     assert verdict.valid and (verdict.status, verdict.orderid) == ("approved", form.orderid)
 
 
-def test_payout_and_transfer_forms_open_their_pages(client: Kassa, kassa_sandbox: Sandbox) -> None:
-    for name in ("payout_form", "transfer_form"):
-        form = client.request(name, {"client_orderid": kassa_sandbox.orderid(), "amount": "1.00", "currency": "USD",
-                                     **CUSTOMER})  # fmt: skip
-        assert isinstance(form, FormRedirect) and "/form/" in form.redirect_url
+@pytest.mark.parametrize(("operation", "kind"), [("payout_form", "payout"), ("transfer_form", "transfer")])
+def test_payout_and_transfer_forms_paid_on_the_hosted_page(
+    client: Kassa, kassa_sandbox: Sandbox, operation: str, kind: str
+) -> None:
+    form = client.request(operation, {"client_orderid": kassa_sandbox.orderid(), "amount": "1.00", "currency": "USD",
+                                      "redirect_url": "https://shop.example/back", **CUSTOMER})  # fmt: skip
+    assert isinstance(form, FormRedirect) and "/form/" in form.redirect_url
+    back = kassa_sandbox.browser().pay(form.redirect_url, receiving_card="5555555555554444")
+    assert verify_redirect(back, kassa_sandbox.control_key).status == "approved"
+    assert client.wait_for_final(form.orderid).transaction_type == kind
 
 
 def test_merchant_hosted_3ds_2_with_method_then_challenge(client: Kassa, kassa_sandbox: Sandbox) -> None:
