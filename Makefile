@@ -6,10 +6,10 @@ PIP := $(VENV)/bin/pip --disable-pip-version-check
 LOCKS := requirements/build.txt requirements/dev.txt
 # Stamps named by content (not by dates, which a checkout or `make lock` changes): a changed lock rebuilds
 # .venv from scratch, so that it holds exactly the locked set (nothing left over from an earlier lock);
-# a changed pyproject.toml only reinstalls the project itself.
+# a changed pyproject.toml (the project's or the Python client's) only reinstalls the project and the client.
 LOCK_SUM := $(shell cat $(LOCKS) | cksum | cut -d' ' -f1)
 LOCKED := $(VENV)/.locked-$(LOCK_SUM)
-STAMP := $(VENV)/.installed-$(LOCK_SUM)-$(shell cksum pyproject.toml | cut -d' ' -f1)
+STAMP := $(VENV)/.installed-$(LOCK_SUM)-$(shell cat pyproject.toml clients/python/pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: serve test lint lock bench crashtest fuzz screenshots services clean
 
@@ -21,6 +21,7 @@ $(LOCKED):
 
 $(STAMP): | $(LOCKED)
 	$(PIP) install -q --no-deps --no-build-isolation -e .
+	$(PIP) install -q --no-deps --no-build-isolation -e clients/python
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
@@ -45,12 +46,14 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check kassa tests bench
 	$(VENV)/bin/ruff format --check kassa tests bench
 	$(VENV)/bin/mypy
+	cd clients/python && ../../$(VENV)/bin/ruff check . && ../../$(VENV)/bin/ruff format --check . && ../../$(VENV)/bin/mypy
 
 # Tests start hundreds of gateway and CLI processes: with PYTHONDONTWRITEBYTECODE set (as on this project's
 # machines) each would compile Kassa's sources anew, so the bytecode is written once first.
 test: $(STAMP) services lint
-	$(VENV)/bin/python -m compileall -q kassa tests
+	$(VENV)/bin/python -m compileall -q kassa tests clients/python/src
 	$(VENV)/bin/pytest
+	cd clients/python && KASSA_EXECUTABLE=$(CURDIR)/$(VENV)/bin/kassa ../../$(VENV)/bin/pytest -p no:cacheprovider
 
 crashtest: $(STAMP) services
 	$(VENV)/bin/python -m tests.crash.crashtest --rounds 20
