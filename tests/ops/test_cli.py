@@ -9,11 +9,13 @@ import random
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import httpx
 import pytest
 
 import kassa.ops.cli as cli
+from tests.support.commands import run_kassa
 from tests.support.gateway import Gateway, Merchant, cli_run, new_merchant, unreachable_connection
 
 CARD = "4111111111111111"
@@ -401,3 +403,10 @@ def test_every_command_of_every_group_module_is_found_by_its_name_and_runs_impor
         capture_output=True, text=True, check=True,
     ).stdout.splitlines()[-1]  # fmt: skip
     assert loaded == str(["kassa.ops.cli.balances", "kassa.ops.cli.common"])
+
+
+def test_a_command_on_a_database_without_kassas_tables_says_to_upgrade_it(tmp_path: Path) -> None:
+    env = {**Gateway(f"sqlite:///{tmp_path / 'empty.db'}", tmp_path).env}
+    done = run_kassa(["merchant", "create", "--login", "first"], env)
+    assert (done.returncode, "Traceback" in done.stderr) == (1, False), done.stderr
+    assert "kassa db upgrade" in done.stderr

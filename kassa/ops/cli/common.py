@@ -11,11 +11,11 @@ from typing import Any, TypeVar
 import click
 import orjson
 from sqlalchemy import Connection
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from kassa.settings import Settings
 from kassa.storage import merchants as merchant_store
-from kassa.storage.database import Database
+from kassa.storage.database import Database, has_schema
 from kassa.storage.sealing import open_store
 from kassa.vault.keyring import VaultError
 from kassa.vault.keys import Vault, load_vault
@@ -44,10 +44,18 @@ def vault() -> Vault:
     return found
 
 
+_NO_SCHEMA = "the database has no Kassa tables yet: run `kassa db upgrade` first (`kassa serve` does it as it starts)"
+
+
 @contextmanager
 def database() -> Iterator[Database]:
     """The database, with whatever an older Kassa left in clear sealed first (``storage.sealing.open_store``)."""
-    db = open_store(settings(), vault(), threads=1)
+    try:
+        db = open_store(settings(), vault(), threads=1)
+    except DBAPIError:
+        if not has_schema(settings().database_url):  # a new database: the command's one-line error
+            raise click.ClickException(_NO_SCHEMA) from None
+        raise
     try:
         yield db
     finally:
