@@ -12,7 +12,20 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, bindparam, delete, func, insert, literal, or_, select, union_all, update
+from sqlalchemy import (
+    BigInteger,
+    Connection,
+    bindparam,
+    cast,
+    delete,
+    func,
+    insert,
+    literal_column,
+    or_,
+    select,
+    union_all,
+    update,
+)
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -208,12 +221,16 @@ def card_facts(conn: Connection, card_id: int) -> tuple[str, str]:
 
 def key_digest(per: Per, value: str) -> str:
     """The velocity key a value is counted under: e-mail addresses and IP addresses are not stored."""
-    return hashlib.sha256(f"{per.value}:{value}".encode()).hexdigest()
+    return hashlib.sha256((per + ":" + value).encode()).hexdigest()
 
 
-# Run for every limit of every sale screened: compiled once, on the driver's cursor (``storage.prepared``).
+# Run for every sale the limits screen: compiled once, on the driver's cursor (``storage.prepared``), by
+# the number of keys at once. Constants are written into the SQL and no name is bound twice, so that the
+# keys' values go to SQLite in order as they are (``Prepared.execute_values``).
 _LOCK_KEY = Prepared(select(func.pg_advisory_xact_lock(bindparam("rule"), bindparam("key"))))
-_TALLIES: dict[int, Prepared] = {}  # by the number of keys read at once
+_TALLIES: dict[int, Prepared] = {}
+_COUNTS: dict[int, Prepared] = {}
+_ONE: Any = literal_column("1")
 
 
 def _tallies_of(count: int) -> Prepared:
@@ -226,56 +243,69 @@ def _tallies_of(count: int) -> Prepared:
         found = _TALLIES[count] = Prepared(
             union_all(
                 *(
-                    select(
-                        literal(n).label("n"), func.sum(c.count).label("count"), func.sum(c.amount).label("amount")
-                    ).where(
+                    select(literal_column(str(n)).label("n"), _total(c.count), _total(c.amount)).where(
                         c.rule_id == bindparam(f"r{n}"), c.key == bindparam(f"k{n}"), c.bucket_ms >= bindparam(f"s{n}")
                     )
                     for n in range(count)
                 )
             )
-        )
+        )  # fmt: skip
     return found
 
 
-def _counting(dialect_insert: Any) -> Any:
-    statement = dialect_insert(risk_velocity).values(
-        rule_id=bindparam("rule_id"), key=bindparam("key"), bucket_ms=bindparam("bucket"), count=1,
-        amount=bindparam("amount"),
-    )  # fmt: skip
+def _total(column: Any) -> Any:
+    """A column's sum over a key's buckets as an integer, 0 when there are none (PostgreSQL sums bigints
+    as numeric)."""
+    return func.coalesce(cast(func.sum(column), BigInteger), literal_column("0")).label(column.key)
+
+
+def _counts_of(count: int) -> Prepared:
+    """A sale counted under ``count`` keys at once: one ``INSERT`` of a row a key, each adding to its
+    bucket's row when there is one (a key's rule is in it once, so no row is written twice)."""
+    found = _COUNTS.get(count)
+    if found is None:
+        found = _COUNTS[count] = Prepared(_counting(sqlite_insert, count), postgresql=_counting(pg_insert, count))
+    return found
+
+
+def _counting(dialect_insert: Any, count: int) -> Any:
+    rows = [
+        {"rule_id": bindparam(f"r{n}"), "key": bindparam(f"k{n}"), "bucket_ms": bindparam(f"b{n}"), "count": _ONE,
+         "amount": bindparam(f"a{n}")}
+        for n in range(count)
+    ]  # fmt: skip
+    statement = dialect_insert(risk_velocity).values(rows)
     return statement.on_conflict_do_update(
         index_elements=[risk_velocity.c.rule_id, risk_velocity.c.key, risk_velocity.c.bucket_ms],
-        set_={"count": risk_velocity.c.count + 1, "amount": risk_velocity.c.amount + statement.excluded.amount},
+        set_={"count": risk_velocity.c.count + _ONE, "amount": risk_velocity.c.amount + statement.excluded.amount},
     )
 
 
-_COUNT_SALE = Prepared(_counting(sqlite_insert), postgresql=_counting(pg_insert))
-
-
-def lock_key(conn: Connection, rule_id: int, key: str) -> None:
-    """Serializes the sales counted under one rule's key until the transaction ends. Two-int advisory locks
-    do not meet the migration's one-bigint lock."""
+def lock_keys(conn: Connection, keys: Sequence[tuple[int, str]]) -> None:
+    """Serializes the sales counted under each (rule, key), in the order given, until the transaction
+    ends; SQLite's one writer does so already. Two-int advisory locks do not meet the migration's
+    one-bigint lock."""
     if conn.dialect.name == "postgresql":
-        key_number = int.from_bytes(bytes.fromhex(key[:8]), "big", signed=True)
-        _LOCK_KEY.execute(conn, {"rule": rule_id, "key": key_number})
+        for rule_id, key in keys:
+            key_number = int.from_bytes(bytes.fromhex(key[:8]), "big", signed=True)
+            _LOCK_KEY.execute(conn, {"rule": rule_id, "key": key_number})
 
 
-def tallies(conn: Connection, keys: Sequence[tuple[int, str, int]]) -> dict[tuple[int, str], Tally]:
-    """The sales counted under each (rule, key) from its first bucket on; a key with none is missing."""
-    values: dict[str, Any] = {}
-    for n, (rule_id, key, since) in enumerate(keys):
-        values |= {f"r{n}": rule_id, f"k{n}": key, f"s{n}": since}
-    rows = _tallies_of(len(keys)).all(conn, values)
-    return {
-        keys[row["n"]][:2]: Tally(int(row["count"]), int(row["amount"])) for row in rows if row["count"] is not None
-    }
+def tallies(conn: Connection, keys: Sequence[tuple[int, str, int]]) -> list[Tally]:
+    """The sales counted under each (rule, key) from its first bucket on, in the order given."""
+    found = [_NONE] * len(keys)
+    for n, count, amount in _tallies_of(len(keys)).execute_values(conn, [v for key in keys for v in key]):
+        found[n] = Tally(count, amount)
+    return found
+
+
+_NONE = Tally()
 
 
 def count_sales(conn: Connection, counted: Sequence[tuple[int, str, int]], amount: int) -> None:
     """A sale of ``amount`` counted under each (rule, key, bucket)."""
-    rows = [{"rule_id": r, "key": k, "bucket": b, "amount": amount} for r, k, b in counted]
-    if rows:
-        _COUNT_SALE.execute_many(conn, rows)
+    if counted:
+        _counts_of(len(counted)).execute_values(conn, [v for key in counted for v in (*key, amount)])
 
 
 def record_hits(conn: Connection, order_id: int, hits: Sequence[tuple[int, bool]], now_ms: int) -> None:

@@ -73,6 +73,12 @@ def test_ip_block_list_holds_addresses_and_networks_of_both_families() -> None:
     assert not rule.listed(sale(ip="not-an-address"))
 
 
+@pytest.mark.parametrize("sent", ["203.0.113.07", "203.0.113.7 ", "203.0.113.7\x00", "203.0.113", "0xcb.0.113.7"])
+def test_an_ip_address_sent_malformed_is_on_no_list_even_one_that_reads_as_a_listed_address(sent: str) -> None:
+    rule = block(Kind.IP, "203.0.113.0/24")
+    assert not rule.listed(sale(ip=sent))
+
+
 def test_a_rule_applies_to_its_merchant_or_its_endpoint_only() -> None:
     by_merchant = block(Kind.CARD, CARD)
     by_endpoint = Rule(2, Kind.CARD, Mode.ENFORCE, endpoint_id=10, entries=(CARD,))
