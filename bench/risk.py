@@ -116,7 +116,7 @@ def _round(db: object, orders: Iterator[object], count: int) -> float:
 def _plan(db: object) -> str:
     """How SQLite reads a key's velocity counts."""
     query = "EXPLAIN QUERY PLAN " + " UNION ALL ".join(
-        f"SELECT {n}, sum(count), sum(amount) FROM risk_velocity WHERE rule_id = {n} AND key = 'k' AND bucket_ms >= 0"
+        f"SELECT {n}, sum(count), sum(amount) FROM risk_velocity WHERE rule_id = {n} AND key = 7 AND bucket_ms >= 0"
         for n in (1, 2)
     )
     rows = db.read_sync(lambda conn: conn.execute(text(query)).all())  # type: ignore[attr-defined]

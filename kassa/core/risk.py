@@ -91,7 +91,7 @@ def screen_sale(
     velocity limits only when it goes on, and marked with the 3-D Secure rules whose amount it is above
     (the worker enforces them when the card's issuer offers no authentication)."""
     verdict = risk.screen_lists(rules, sale)
-    counted: list[tuple[int, str, int]] = []
+    counted: list[tuple[int, int, int]] = []
     if verdict.filtered_by is None:
         verdict, counted = _velocity(conn, rules, sale, verdict, now_ms)
     record_hits(conn, order_id, verdict, now_ms)
@@ -151,7 +151,7 @@ def collected_sale(order: Record, card: NewCard) -> Sale:
 
 def _velocity(
     conn: Connection, rules: tuple[Rule, ...], sale: Sale, lists: Verdict, now_ms: int
-) -> tuple[Verdict, list[tuple[int, str, int]]]:
+) -> tuple[Verdict, list[tuple[int, int, int]]]:
     """The velocity limits' verdict after the block lists', and the counts to add if the sale goes on
     (rule, key, bucket). Dry-run limits count only a sale that goes on: one an enforcing limit filters
     keeps the block lists' dry-run hits alone. Keys are locked in rule id order, the same in every
@@ -173,10 +173,10 @@ def _velocity(
     return Verdict(None, tuple(would)), counted
 
 
-def _keyed(rules: tuple[Rule, ...], sale: Sale) -> list[tuple[Rule, Velocity, str]]:
+def _keyed(rules: tuple[Rule, ...], sale: Sale) -> list[tuple[Rule, Velocity, int]]:
     """The limits that count the sale, each with its velocity and the key it counts the sale under. Limits
     on one card, e-mail or IP address share its digest."""
-    digests: dict[tuple[Per, str], str] = {}
+    digests: dict[tuple[Per, str], int] = {}
     keyed = []
     for rule in rules:
         velocity = rule.velocity

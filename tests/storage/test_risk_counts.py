@@ -11,7 +11,7 @@ from kassa.storage import risk as store
 from kassa.storage.database import Database
 from tests.support.databases import shop_endpoint
 
-CARD, EMAIL = "c" * 64, "e" * 64
+CARD, EMAIL = -(2**63), 2**63 - 1  # the keys' extremes
 
 
 @pytest.fixture
