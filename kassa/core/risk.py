@@ -76,10 +76,15 @@ class Screened:
     three_ds: Mode | None = None  # it goes on above 3-D Secure rules' amounts (``risk.three_ds_mode``)
 
 
+_WENT_ON = Screened()
+
+
 def screen(conn: Connection, rules: tuple[Rule, ...], new: NewOrder, started: Started) -> Started:
     """Runs ``rules`` on the order just opened: ``started`` marked ``decided`` when a rule filtered it (its
     callbacks queued), or with the 3-D Secure rules' mark when it goes on."""
     done = screen_sale(conn, rules, _sale(conn, new), started.order_id, started.transaction_id, new.now_ms)
+    if done == _WENT_ON:
+        return started  # as most sales do: ``dataclasses.replace`` costs 2-3 µs
     return dataclasses.replace(started, decided=done.filtered, three_ds_rules=done.three_ds)
 
 
@@ -159,7 +164,7 @@ def _velocity(
     keyed = _keyed(rules, sale)
     if not keyed:
         return lists, []
-    store.lock_keys(conn, [(rule.id, key) for rule, _, key in keyed])
+    store.lock_keys(conn, ((rule.id, key) for rule, _, key in keyed))
     tallies = store.tallies(
         conn, [(rule.id, key, risk.window_start(velocity, now_ms)) for rule, velocity, key in keyed]
     )

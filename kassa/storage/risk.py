@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -229,10 +229,18 @@ def key_digest(per: Per, value: str) -> int:
 # Run for every sale the limits screen: compiled once, on the driver's cursor (``storage.prepared``), by
 # the number of keys at once. Constants are written into the SQL and no name is bound twice, so that the
 # keys' values go to SQLite in order as they are (``Prepared.execute_values``).
-_LOCK_KEY = Prepared(select(func.pg_advisory_xact_lock(bindparam("rule"), bindparam("key"))))
+_LOCKS: dict[int, Prepared] = {}
 _TALLIES: dict[int, Prepared] = {}
 _COUNTS: dict[int, Prepared] = {}
 _ONE: Any = literal_column("1")
+
+
+def _locks_of(count: int) -> Prepared:
+    found = _LOCKS.get(count)
+    if found is None:
+        locks = (func.pg_advisory_xact_lock(bindparam(f"r{n}"), bindparam(f"k{n}")) for n in range(count))
+        found = _LOCKS[count] = Prepared(select(*locks))
+    return found
 
 
 def _tallies_of(count: int) -> Prepared:
@@ -283,13 +291,14 @@ def _counting(dialect_insert: Any, count: int) -> Any:
     )
 
 
-def lock_keys(conn: Connection, keys: Sequence[tuple[int, int]]) -> None:
-    """Serializes the sales counted under each (rule, key), in the order given, until the transaction
-    ends; SQLite's one writer does so already. Two-int advisory locks do not meet the migration's
-    one-bigint lock."""
+def lock_keys(conn: Connection, keys: Iterable[tuple[int, int]]) -> None:
+    """Serializes the sales counted under each (rule, key) until the transaction ends, the locks taken in
+    the order given (PostgreSQL evaluates a select list left to right), in one statement; SQLite's one
+    writer serializes them already, and ``keys`` is not read. Two-int advisory locks do not meet the
+    migration's one-bigint lock."""
     if conn.dialect.name == "postgresql":
-        for rule_id, key in keys:
-            _LOCK_KEY.execute(conn, {"rule": rule_id, "key": key >> 32})
+        values = [v for rule_id, key in keys for v in (rule_id, key >> 32)]
+        _locks_of(len(values) // 2).execute_values(conn, values)
 
 
 def tallies(conn: Connection, keys: Sequence[tuple[int, int, int]]) -> list[Tally]:
