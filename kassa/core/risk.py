@@ -84,7 +84,7 @@ def screen(conn: Connection, rules: tuple[Rule, ...], new: NewOrder, started: St
     callbacks queued), or with the 3-D Secure rules' mark when it goes on."""
     done = screen_sale(conn, rules, _sale(conn, new), started.order_id, started.transaction_id, new.now_ms)
     if done == _WENT_ON:
-        return started  # as most sales do: ``dataclasses.replace`` costs 2-3 µs
+        return started  # as most sales do: ``dataclasses.replace`` costs 4 µs
     return dataclasses.replace(started, decided=done.filtered, three_ds_rules=done.three_ds)
 
 

@@ -221,7 +221,7 @@ def card_facts(conn: Connection, card_id: int) -> tuple[str, str]:
 
 def key_digest(per: Per, value: str) -> int:
     """The velocity key a value is counted under: e-mail addresses and IP addresses are not stored, only the
-    first 64 bits of a digest (two keys of one limit meet by chance about once in 3,000 when it has seen
+    first 64 bits of a digest (two keys of one limit meet by chance about once in 3,700 when it has seen
     a hundred million of them, and then share a count)."""
     return int.from_bytes(hashlib.sha256((per + ":" + value).encode()).digest()[:8], "big", signed=True)
 
