@@ -16,7 +16,7 @@ from sqlalchemy import Connection, Engine
 from kassa.core import outcomes
 from kassa.domain import rebills, risk
 from kassa.domain.lifecycle import Stage
-from kassa.domain.risk import Mode, Per, Rule, Sale, Velocity, Verdict
+from kassa.domain.risk import Kind, Mode, Per, Rule, Sale, Velocity, Verdict
 from kassa.domain.transactions import TxType
 from kassa.processors.interface import Outcome
 from kassa.storage import risk as store
@@ -165,12 +165,13 @@ def _velocity(
     if not keyed:
         return lists, []
     store.lock_keys(conn, ((rule.id, key) for rule, _, key in keyed))
-    tallies = store.tallies(
-        conn, [(rule.id, key, risk.window_start(velocity, now_ms)) for rule, velocity, key in keyed]
+    so_far = store.totals(
+        conn,
+        [(rule.id, key, risk.window_start(velocity, now_ms), rule.kind is Kind.SUM) for rule, velocity, key in keyed],
     )
     would = list(lists.would_filter)
-    for (rule, _, _), tally in zip(keyed, tallies, strict=True):
-        if risk.exceeds(rule, tally, sale):
+    for (rule, _, _), total in zip(keyed, so_far, strict=True):
+        if risk.exceeds(rule, total, sale):
             if rule.mode is risk.Mode.ENFORCE:
                 return Verdict(rule, lists.would_filter), []
             would.append(rule)

@@ -1,12 +1,13 @@
 """Velocity counts as stored, on both backends: a sale is counted under several keys in one statement and
-their counts are read in one, each over its own window, in the order asked."""
+their counts are read in one, each over its own window, as a number of sales or their amount, in the
+order asked."""
 
 from __future__ import annotations
 
 import pytest
 from sqlalchemy import Connection
 
-from kassa.domain.risk import Kind, Mode, Per, Tally, Velocity
+from kassa.domain.risk import Kind, Mode, Per, Velocity
 from kassa.storage import risk as store
 from kassa.storage.database import Database
 from tests.support.databases import shop_endpoint
@@ -31,14 +32,14 @@ def limits(db: Database) -> tuple[int, int]:
     return db.write_sync(made)
 
 
-def test_a_sale_is_counted_under_each_key_and_read_back_in_the_order_asked(
+def test_a_sale_is_counted_under_each_key_and_read_back_by_number_or_amount_in_the_order_asked(
     db: Database, limits: tuple[int, int]
 ) -> None:
     count, total = limits
     db.write_sync(lambda conn: store.count_sales(conn, [(count, CARD, 0), (total, EMAIL, 0)], 1042))
     db.write_sync(lambda conn: store.count_sales(conn, [(count, CARD, 0), (total, EMAIL, 300_000)], 958))
-    read = db.read_sync(lambda conn: store.tallies(conn, [(total, EMAIL, 0), (count, CARD, 0), (count, EMAIL, 0)]))
-    assert read == [Tally(2, 2000), Tally(2, 2000), Tally(0, 0)]
+    asked = [(total, EMAIL, 0, True), (count, CARD, 0, False), (total, EMAIL, 300_000, False), (count, EMAIL, 0, True)]
+    assert db.read_sync(lambda conn: store.totals(conn, asked)) == [2000, 2, 1, 0]
 
 
 def test_a_keys_count_starts_at_the_first_bucket_asked(db: Database, limits: tuple[int, int]) -> None:
@@ -49,5 +50,6 @@ def test_a_keys_count_starts_at_the_first_bucket_asked(db: Database, limits: tup
             store.count_sales(conn, [(count, CARD, bucket)], 100)
 
     db.write_sync(three_buckets)
-    assert db.read_sync(lambda conn: store.tallies(conn, [(count, CARD, 300_000)])) == [Tally(2, 200)]
-    assert db.read_sync(lambda conn: store.tallies(conn, [(count, CARD, 600_001)])) == [Tally(0, 0)]
+    assert db.read_sync(lambda conn: store.totals(conn, [(count, CARD, 300_000, False)])) == [2]
+    assert db.read_sync(lambda conn: store.totals(conn, [(count, CARD, 300_000, True)])) == [200]
+    assert db.read_sync(lambda conn: store.totals(conn, [(count, CARD, 600_001, False)])) == [0]
