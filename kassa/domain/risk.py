@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import bisect
 import ipaddress
+import math
+import socket
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -97,9 +99,10 @@ class Velocity:
     window_ms: int
     currency: str | None = None  # a sum's: only sales in it are summed
 
-    @property
-    def bucket_ms(self) -> int:
-        return max(MIN_BUCKET_MS, self.window_ms // BUCKETS_PER_WINDOW)
+    bucket_ms: int = field(init=False, repr=False, compare=False)  # worked out once: read for every sale
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "bucket_ms", max(MIN_BUCKET_MS, self.window_ms // BUCKETS_PER_WINDOW))
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,21 +185,14 @@ def velocity_key(rule: Rule, sale: Sale) -> str | None:
             return sale.ip or None
 
 
-@dataclass(frozen=True, slots=True)
-class Tally:
-    """A key's sales counted over a rule's window, before the one being opened."""
-
-    count: int = 0
-    amount: int = 0
-
-
-def exceeds(rule: Rule, tally: Tally, sale: Sale) -> bool:
-    """Whether the sale being opened would take the key over the rule's limit."""
+def exceeds(rule: Rule, so_far: int, sale: Sale) -> bool:
+    """Whether the sale being opened would take the key over the rule's limit, ``so_far`` being what the
+    key's sales before it came to over the window: their number for a count, their amount for a sum."""
     v = rule.velocity
     assert v is not None, "a velocity rule has its limit"
     if rule.kind is Kind.COUNT:
-        return tally.count + 1 > v.limit
-    return tally.amount + sale.amount > v.limit
+        return so_far + 1 > v.limit
+    return so_far + sale.amount > v.limit
 
 
 def bucket_of(velocity: Velocity, now_ms: int) -> int:
@@ -242,7 +238,8 @@ class BlockList:
         if not self.ranges:
             return False
         n = int(value)
-        i = bisect.bisect_right(self.ranges, n, key=lambda r: r[0]) - 1  # the last range starting at or before
+        # The last range starting at or before n: tuples compared in C, no key function called a step.
+        i = bisect.bisect_right(self.ranges, (n, math.inf)) - 1
         return i >= 0 and n <= self.ranges[i][1]
 
 
@@ -272,17 +269,30 @@ def _networks(entries: Iterable[str]) -> dict[int, frozenset[int]]:
 
 
 def _in_networks(networks: Mapping[int, frozenset[int]], value: str) -> bool:
-    try:
-        address = ipaddress.ip_address(value)
-    except ValueError:
+    found = _address(value)
+    if found is None:
         return False  # a customer IP the merchant sent malformed is on no list
-    bits, offset = (32, 0) if address.version == 4 else (128, 1000)
-    n = int(address)
+    n, bits, offset = found
     for length, nets in networks.items():
         prefix = length - offset
         if 0 <= prefix <= bits and (n >> (bits - prefix) << (bits - prefix) if prefix else 0) in nets:
             return True
     return False
+
+
+def _address(value: str) -> tuple[int, int, int] | None:
+    """An IP address as a number, its bits and its family's prefix-length offset; None when it is not one.
+    An IPv4 address is read by the C library (``ipaddress`` took 2.7 µs a sale, ``inet_pton`` 0.3), which
+    like ``ipaddress`` refuses octets with leading zeros; anything else is left to ``ipaddress``."""
+    try:
+        return int.from_bytes(socket.inet_pton(socket.AF_INET, value)), 32, 0
+    except (OSError, ValueError):  # not IPv4, or a NUL in it
+        pass
+    try:
+        address = ipaddress.ip_address(value)
+    except ValueError:
+        return None
+    return (int(address), 32, 0) if address.version == 4 else (int(address), 128, 1000)
 
 
 def normalized_email(email: str) -> str:
@@ -404,9 +414,15 @@ PASSED = Verdict()
 def screen_lists(rules: Sequence[Rule], sale: Sale) -> Verdict:
     """The block lists' verdict: the first enforcing list (in id order) that holds the sale filters it;
     every dry-run list that holds it would have."""
-    enforcing = (r for r in rules if r.kind in BLOCK_LISTS and r.mode is Mode.ENFORCE and r.listed(sale))
-    would = tuple(r for r in rules if r.kind in BLOCK_LISTS and r.mode is Mode.DRY_RUN and r.listed(sale))
-    return Verdict(next(enforcing, None), would)
+    filtering: Rule | None = None
+    would: list[Rule] = []
+    for listing in rules:
+        if listing.kind in BLOCK_LISTS and listing.listed(sale):
+            if listing.mode is Mode.DRY_RUN:
+                would.append(listing)
+            elif filtering is None:
+                filtering = listing
+    return Verdict(filtering, tuple(would)) if filtering or would else PASSED
 
 
 def applicable(rules: Iterable[Rule], sale: Sale) -> tuple[Rule, ...]:

@@ -751,11 +751,12 @@ risk_velocity = Table(
     "risk_velocity",
     metadata,
     Column("rule_id", ForeignKey("risk_rules.id"), primary_key=True),
-    Column("key", String(64), primary_key=True),
+    Column("key", BigInteger, primary_key=True),  # the first 64 bits of a digest (storage.risk.key_digest)
     Column("bucket_ms", BigInteger, primary_key=True),
     Column("count", BigInteger, nullable=False),
     Column("amount", BigInteger, nullable=False),
     Index("ix_risk_velocity_age", "rule_id", "bucket_ms"),  # the scheduler's pruning of buckets out of the window
+    sqlite_with_rowid=False,  # a key's buckets read from the primary key's B-tree, not through it to the table
 )
 
 # The orders a rule filtered, or in dry-run would have: which rule filtered an order, a rule's counts.

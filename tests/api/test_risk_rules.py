@@ -75,6 +75,8 @@ def test_ten_concurrent_sales_on_two_processes_pass_a_limit_of_five_exactly_five
     second = gateway_factory()
     merchant = new_merchant(first, f"m-{uuid.uuid4().hex[:10]}")
     _rule(merchant, "--kind", "count", "--per", "card", "--limit", "5", "--window", "1h")
+    # A limit no sale reaches: each sale locks two keys at once, as the other sales do.
+    _rule(merchant, "--kind", "sum", "--per", "email", "--limit", "10000000", "--window", "1d", "--currency", "USD")
     on_second = Merchant(second, merchant.login, merchant.control_key, merchant.endpoint_id)
     shops = [merchant, on_second] * 5
     with ThreadPoolExecutor(10) as pool:

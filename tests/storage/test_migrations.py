@@ -3,12 +3,16 @@ the rows they reshape."""
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 import sqlalchemy
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
+from kassa.domain.risk import Per
+from kassa.storage import risk
 from kassa.storage.database import sqlalchemy_url
 from kassa.storage.migrate import alembic_config, upgrade
 from kassa.storage.tables import metadata
@@ -98,3 +102,30 @@ def test_the_upgrade_to_acquirer_connections_routes_every_sandbox_endpoint_to_th
         "SELECT e.descriptor, r.position, c.name FROM endpoint_connections r"
         " JOIN endpoints e ON e.id = r.endpoint_id JOIN acquirer_connections c ON c.id = r.connection_id",
     ) == [("endpoint-sandbox", 1, "sandbox")]
+
+
+def test_the_upgrade_to_numbered_velocity_keys_carries_every_count_over_under_its_keys_number(
+    database_url: str,
+) -> None:
+    """Velocity counts were keyed by a digest's 64 hex digits (schema 0032): after 0033 by its first 64
+    bits, the number the gateway now counts the same card under, every bucket's count and amount kept."""
+    command.upgrade(alembic_config(database_url), "0032")
+    fingerprints = ("f" * 64, "0" * 64)
+    hex_keys = [hashlib.sha256(f"card:{fingerprint}".encode()).hexdigest() for fingerprint in fingerprints]
+    statements = [
+        "INSERT INTO merchants (login, classic, created_at_ms) VALUES ('shop', false, 0)",
+        "INSERT INTO risk_rules (kind, mode, merchant_id, entries, per, limit_value, window_ms, note, created_by,"
+        " created_at_ms) SELECT 'count', 'enforce', id, '[]', 'card', 5, 3600000, '', 'cli:test', 0 FROM merchants",
+        *(
+            "INSERT INTO risk_velocity (rule_id, key, bucket_ms, count, amount)"
+            f" SELECT id, '{key}', {bucket}, {count}, {count * 1000} FROM risk_rules"
+            for key, bucket, count in ((hex_keys[0], 0, 2), (hex_keys[0], 300000, 1), (hex_keys[1], 0, 4))
+        ),
+    ]
+    for statement in statements:
+        run_sql(database_url, statement)
+    upgrade(database_url)
+    first, second = (risk.key_digest(Per.CARD, fingerprint) for fingerprint in fingerprints)
+    assert sorted(run_sql(database_url, "SELECT key, bucket_ms, count, amount FROM risk_velocity")) == sorted(
+        [(first, 0, 2, 2000), (first, 300000, 1, 1000), (second, 0, 4, 4000)]
+    )
