@@ -9,11 +9,14 @@ bench endpoint routed to it and its route taken from ``processors.connectors`` (
 ``DatabaseStans``, the ``Route``, each sale its job's first run as a worker sends it), then SALES
 authorizations (card 4111 1111 1111 1111, CVV2 123: approved), 50 at a time, with the process's CPU time
 (every thread: the event loop, SQLite's writer) taken per sale and the wall rate; then the same through the
-``SandboxProcessor``. The difference is what the connector adds: its messages recorded (a write before and
-after each), encoding and decoding, the socket. Neither the engine nor the API takes part.
+``SandboxProcessor``, round by round in turn. Each outcome is recorded as a worker records it
+(``core.outcomes.record_for_job``, the bench holding the sales' jobs), with what the connector left
+unrecorded of its answer in the same transaction: so the difference is what the connector adds, its
+message's row written before it goes, the answer written with the outcome, encoding and decoding, the
+socket, and the commits its slower answers batch less well. The API takes no part.
 
 Each message belongs to a sale accepted through the ASGI app first (a message names its transaction), one
-sale a message: a route sends a transaction once to each connection.
+sale a message, each processor its own sales (an outcome is recorded once).
 
 Run: ``python -m bench.connector [--sales N] [--rounds R] [--sockets S] [--profile SORT]``: the least of R
 rounds; ``--profile`` runs one more ISO 8583 round under cProfile (the event loop's thread only)."""
