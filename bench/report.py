@@ -801,7 +801,8 @@ the notes.
 Until the fourth session of 2026-11-26 the bench recorded no outcome: the connector's writes were measured
 and the outcome's were not, on either side. It measured 161-171 µs added on a quiet machine (168-178 µs a
 sale through the connector, 7 through the sandbox), and 147-160 µs in pairs on a loaded one. With the
-outcome recorded on both sides, the same build measures 178-220 µs added (below), mostly the commits.
+outcome recorded on both sides, the same build measures 178-242 µs added (below): the outcomes' commits,
+which the connector's sales share with fewer others than the sandbox's (the `fdatasync` counts below).
 
 What changed in the fourth session:
 - **The answer is written with the outcome.** An answer's record (the message's row marked answered with
@@ -819,8 +820,9 @@ What changed in the fourth session:
   are cached.
 
 Measured 2026-11-26 (fourth session) on this machine (2 cores) while other agents' suites ran (load average
-5-7), the bench above on both sides: the build before (main at 38f5dbc) and after, alternately, three pairs
-of 3 rounds of 3,000 authorizations each way. CPU is process time, so the machine's other load moves it:
+5-7 for the first three pairs, 2-3 for the last two), the bench above on both sides: the build before (main
+at 38f5dbc) and after, alternately, five pairs of 3 rounds of 3,000 authorizations each way. CPU is process
+time, so the machine's other load moves it:
 
 | run | ISO sales/s | ISO CPU µs/sale | its event loop | sandbox CPU µs/sale | added | simulator µs/sale |
 |---|---:|---:|---:|---:|---:|---:|
@@ -830,8 +832,15 @@ of 3 rounds of 3,000 authorizations each way. CPU is process time, so the machin
 | after 2 | 1,044 | 353 | 182 | 116 | 237 | 147 |
 | before 3 | 1,564 | 327 | 175 | 120 | 208 | 113 |
 | after 3 | 2,242 | 290 | 150 | 90 | 200 | 107 |
+| before 4 | 2,771 | 340 | 184 | 98 | 242 | 180 |
+| after 4 | 3,421 | 278 | 148 | 115 | 163 | 110 |
+| before 5 | 2,478 | 324 | 173 | 96 | 228 | 117 |
+| after 5 | 2,589 | 300 | 143 | 90 | 210 | 117 |
 
-The noise (the sandbox alone moved from 89 to 120 µs between rounds) is larger than the change, so the same
+Medians: through the connector 324 µs a sale before, 290 after (its event loop 173 and 150); added over the
+sandbox 220 before, 200 after.
+
+The noise (the sandbox alone moved from 89 to 120 µs between runs) is as large as the change, so the same
 bench ran under callgrind, which counts the instructions of every thread of the process in user space
 whatever the load (`valgrind --tool=callgrind`, a dump before and after each round; two pairs, 2 rounds of
 400 authorizations each way; the simulator not under valgrind). Instructions a sale, and the commits'
@@ -844,8 +853,8 @@ whatever the load (`valgrind --tool=callgrind`, a dump before and after each rou
 
 So the connector adds 6% fewer instructions a sale, and commits about a third less often (valgrind slows
 the gateway fifty times and not the simulator, so its batches are not a native run's; the fall is what
-counts). The target of 150 µs added is not met in this fair bench: 198-237 µs here on a loaded machine,
-and the build before 178-220. What is left, by cProfile of the event loop's thread: pyiso8583's encoder
+counts). The target of 150 µs added is not met in this fair bench: 163-237 µs (median 200) on a loaded
+machine, against 178-242 (median 220) before. What is left, by cProfile of the event loop's thread: pyiso8583's encoder
 and decoder, about half of its time (18 fields encoded and 11 decoded a sale; CONTRACT §15 names the library,
 and it has no option to skip fields: each is parsed to find the next); the message built (about a tenth);
 and in the writer thread the row written, durably, before the message goes, which must stay (a message the
