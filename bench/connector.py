@@ -9,11 +9,14 @@ bench endpoint routed to it and its route taken from ``processors.connectors`` (
 ``DatabaseStans``, the ``Route``, each sale its job's first run as a worker sends it), then SALES
 authorizations (card 4111 1111 1111 1111, CVV2 123: approved), 50 at a time, with the process's CPU time
 (every thread: the event loop, SQLite's writer) taken per sale and the wall rate; then the same through the
-``SandboxProcessor``. The difference is what the connector adds: its messages recorded (a write before and
-after each), encoding and decoding, the socket. Neither the engine nor the API takes part.
+``SandboxProcessor``, round by round in turn. Each outcome is recorded as a worker records it
+(``core.outcomes.record_for_job``, the bench holding the sales' jobs), with what the connector left
+unrecorded of its answer in the same transaction: so the difference is what the connector adds, its
+message's row written before it goes, the answer written with the outcome, encoding and decoding, the
+socket, and the commits its slower answers batch less well. The API takes no part.
 
 Each message belongs to a sale accepted through the ASGI app first (a message names its transaction), one
-sale a message: a route sends a transaction once to each connection.
+sale a message, each processor its own sales (an outcome is recorded once).
 
 Run: ``python -m bench.connector [--sales N] [--rounds R] [--sockets S] [--profile SORT]``: the least of R
 rounds; ``--profile`` runs one more ISO 8583 round under cProfile (the event loop's thread only)."""
@@ -24,7 +27,6 @@ import argparse
 import asyncio
 import contextlib
 import cProfile
-import itertools
 import os
 import pstats
 import subprocess
@@ -47,6 +49,8 @@ from bench.stages import SUMMARY
 CONCURRENCY = 50
 TARGET_US = 150.0  # issue 31: the connector's added CPU per sale
 WARMUP = 500
+_OWNER = "bench-connector"  # the worker the bench's jobs are leased to
+_LEASE_MS = 24 * 3600 * 1000  # the bench's run, whatever its length
 _LISTENING = "acquirer host listening on "
 
 
@@ -93,26 +97,41 @@ def simulator(core: int | None) -> Iterator[tuple[int, int]]:
         process.wait(timeout=10)
 
 
-async def _run(processor: Any, requests: Iterator[Any], count: int, stages: Counter[str]) -> tuple[float, float, float]:
-    """The next ``count`` requests, CONCURRENCY at a time; CPU seconds (the process's, the event loop's
-    thread's) and wall seconds."""
+async def _run(
+    db: Any, processor: Any, requests: Iterator[tuple[Any, Any]], count: int, stages: Counter[str]
+) -> tuple[float, float, float]:
+    """The next ``count`` requests, CONCURRENCY at a time, each outcome recorded as a worker records it (with
+    what the connector left unrecorded of its answer, in one transaction); CPU seconds (the process's, the
+    event loop's thread's) and wall seconds."""
+    from kassa.clock import now_ms
+    from kassa.core import outcomes
+
     gate = asyncio.Semaphore(CONCURRENCY)
 
-    async def one(request: Any) -> None:
+    async def one(request: Any, job: Any) -> None:
         async with gate:
-            stages[(await processor.process(request, first=True)).stage.value] += 1
+            outcome = await processor.process(request, first=True)
+            recorded, _ = await db.write(
+                lambda conn: outcomes.record_for_job(
+                    conn, job, _OWNER, outcome, now_ms(), reconcile_after_ms=60_000, callback_lease=None
+                )
+            )
+            assert recorded, "the bench's lease on its jobs ran out"
+            stages[outcome.stage.value] += 1
 
     cpu, loop, wall = time.process_time(), time.thread_time(), time.perf_counter()
-    await asyncio.gather(*(one(next(requests)) for _ in range(count)))
+    await asyncio.gather(*(one(*next(requests)) for _ in range(count)))
     return time.process_time() - cpu, time.thread_time() - loop, time.perf_counter() - wall
 
 
-async def _seeded_requests(services: Any, count: int) -> tuple[int, list[Any]]:
+async def _seeded_requests(services: Any, count: int) -> tuple[int, list[tuple[Any, Any]]]:
     """``count`` sales accepted through the ASGI app (no worker: they stay queued); their endpoint, and an
-    approving authorization of each."""
+    approving authorization of each with its job, claimed by the bench as a worker claims it."""
     from sqlalchemy import select
 
+    from kassa.clock import now_ms
     from kassa.processors.interface import Authorize, Card, Initiator
+    from kassa.storage import jobs as job_queue
     from kassa.storage.tables import transactions
 
     keys, call = bench_merchant(services)
@@ -120,12 +139,17 @@ async def _seeded_requests(services: Any, count: int) -> tuple[int, list[Any]]:
     for n in range(count):
         await call(path, sale_body(keys, f"seed-{n}").encode())
     t = transactions.c
-    query = select(t.order_id, t.serial_number, t.amount, t.currency).order_by(t.id)
+    query = select(t.id, t.order_id, t.serial_number, t.amount, t.currency).order_by(t.id)
     rows = await services.db.read(lambda conn: conn.execute(query).all())
+    claimed = await services.db.write(lambda conn: job_queue.claim(conn, _OWNER, now_ms(), _LEASE_MS, count))
+    jobs = {job.transaction_id: job for job in claimed}
     card = Card("4111111111111111", 12, 2035, "Bench Holder", cvv="123")
     return keys.endpoint_id, [
-        Authorize(order_id, serial, amount, currency, "BENCH", card, capture=True, initiator=Initiator.CARDHOLDER)
-        for order_id, serial, amount, currency in rows
+        (
+            Authorize(order_id, serial, amount, currency, "BENCH", card, capture=True, initiator=Initiator.CARDHOLDER),
+            jobs[tx_id],
+        )
+        for tx_id, order_id, serial, amount, currency in rows
     ]
 
 
@@ -150,9 +174,11 @@ async def _routed(services: Any, endpoint_id: int, port: int, sockets: int) -> t
     return connectors, await connectors.serving(endpoint_id)
 
 
-async def _round(m: Measured, processor: Any, requests: Iterator[Any], sales: int, host_pid: int) -> None:
+async def _round(
+    db: Any, m: Measured, processor: Any, requests: Iterator[tuple[Any, Any]], sales: int, host_pid: int
+) -> None:
     host = process_cpu_seconds(host_pid)
-    cpu, loop, wall = await _run(processor, requests, sales, m.stages)
+    cpu, loop, wall = await _run(db, processor, requests, sales, m.stages)
     m.host_us.append((process_cpu_seconds(host_pid) - host) / sales * 1e6)
     m.cpu_us.append(cpu / sales * 1e6)
     m.loop_us.append(loop / sales * 1e6)
@@ -174,27 +200,24 @@ async def measure(
     logs.configure(settings.log_level, log_file)
     upgrade(settings.database_url)
     services = build_services(settings, 0)
-    # One sale a message, each sent once whichever processor takes it.
-    endpoint_id, seeded = await _seeded_requests(services, WARMUP + sales * (rounds + (1 if profile_sort else 0)))
-    connectors, iso = await _routed(services, endpoint_id, port, sockets)
+    # Each processor its own sales (an outcome is recorded once), each sale one message.
+    processors = {"iso": None, "sandbox": SandboxProcessor()}
+    needed = len(processors) * (WARMUP + sales * rounds) + (sales if profile_sort else 0)
+    endpoint_id, seeded = await _seeded_requests(services, needed)
+    connectors, processors["iso"] = await _routed(services, endpoint_id, port, sockets)
     measured = {"iso": Measured("ISO 8583, simulator over TCP"), "sandbox": Measured("sandbox, in process")}
-    processors = {"iso": iso, "sandbox": SandboxProcessor()}
+    taken = iter(seeded)
     for processor in processors.values():
-        await _run(processor, iter(seeded), WARMUP, Counter())
-    taken = iter(seeded[WARMUP:])
+        await _run(services.db, processor, taken, WARMUP, Counter())
     for n in range(rounds):
-        requests = itertools.islice(taken, sales)  # each round's own sales, both processors given the same
-        copies = itertools.tee(requests)
-        for (key, processor), own in zip(
-            processors.items(), copies, strict=True
-        ):  # alternately: a busy spell weighs on both
-            await _round(measured[key], processor, own, sales, host_pid)
+        for key, processor in processors.items():  # alternately: a busy spell weighs on both
+            await _round(services.db, measured[key], processor, taken, sales, host_pid)
             m = measured[key]
             print(f"round {n + 1}, {m.name}: {m.rates[-1]:,.0f} sales/s, {m.cpu_us[-1]:.1f} µs of CPU a sale")
     if profile_sort:
         profiler = cProfile.Profile(time.process_time)
         profiler.enable()
-        await _run(iso, taken, sales, Counter())
+        await _run(services.db, processors["iso"], taken, sales, Counter())
         profiler.disable()
         pstats.Stats(profiler).sort_stats(profile_sort).print_stats(40)
     await connectors.close()

@@ -785,34 +785,81 @@ Measured on this machine while other agents' test suites ran (load average 6-11 
 `python -m bench.connector` measures what a sale costs through the ISO 8583 connector. The acquirer host
 simulator (`kassa acquirer-sim --port 0`) runs in its own process, on core 1; on core 0 one process as
 `kassa serve` runs it (uvloop, the deployment's log to a file, a fresh migrated SQLite database) opens an
-ISO 8583 connection to it as `processors.connectors` does (a `Link` of one socket, signed on; STANs
-reserved a hundred at a time) and hands authorizations (card 4111..., CVV2 123: approved) straight to the
-connector, 50 at a time; then the same through the built-in sandbox. Neither the API nor the engine takes
-part, so the difference is the connector's own: a read and two writes of the message's record, the message
-built, encoded, decoded again, the answer decoded, the socket. CPU is the process's (the event loop and
-SQLite's writer thread), the least of the rounds; the simulator's is read from `/proc`. Each message
-belongs to one of 1,000 sales accepted first through the ASGI app, taken in turn. `make bench`'s
-`connector` scenario runs it (3 rounds of 2,000) and adds its summary line to the notes.
+ISO 8583 connection to it, routes the bench endpoint to it and takes the endpoint's `Route` from
+`processors.connectors` as a worker does (a `Link` of one socket, signed on; STANs reserved a hundred at a
+time), and hands it authorizations (card 4111..., CVV2 123: approved), 50 at a time; then as many through
+the built-in sandbox, round by round in turn. Each outcome is recorded as a worker records it
+(`core.outcomes.record_for_job`, the bench holding the sales' jobs), with what the connector left
+unrecorded of its answer in the same transaction; each processor has its own sales, accepted first through
+the ASGI app. The API takes no part, so the difference is the connector's own: the message's row written
+before it goes, the answer written with the outcome, the message built, encoded, the answer decoded, the
+socket, and the commits that answers arriving one by one batch less well than the sandbox's. CPU is the
+process's (the event loop and SQLite's writer thread), the least of the rounds; the simulator's is read
+from `/proc`. `make bench`'s `connector` scenario runs it (3 rounds of 2,000) and adds its summary line to
+the notes.
 
-Measured 2026-11-26 on this machine (2 cores) while other agents' suites ran (load average 9-13), seven
-runs of 3 rounds of 5,000 authorizations each way (the spread is that of the runs' least-of figures; the
-event loop's and the simulator's from the last four and three):
+Until the fourth session of 2026-11-26 the bench recorded no outcome: the connector's writes were measured
+and the outcome's were not, on either side. It measured 161-171 µs added on a quiet machine (168-178 µs a
+sale through the connector, 7 through the sandbox), and 147-160 µs in pairs on a loaded one. With the
+outcome recorded on both sides, the same build measures 178-242 µs added (below): the outcomes' commits,
+which the connector's sales share with fewer others than the sandbox's (the `fdatasync` counts below).
 
-| connector | sales/s | CPU µs/sale | of which the event loop | simulator CPU µs/sale |
-|---|---:|---:|---:|---:|
-| ISO 8583, simulator over TCP, 1 socket | 600-1,070 | 535-885 (median 658) | 445-531 | 196-226 |
-| sandbox, in process | 50,000-69,000 | 14-17 | 14-17 | - |
+What changed in the fourth session:
+- **The answer is written with the outcome.** An answer's record (the message's row marked answered with
+  field 39 and the approval code, migration 0028) had a write transaction of its own before the engine
+  recorded the outcome in another. The connector now returns it with the outcome (`Outcome.unrecorded`),
+  and `core.outcomes.record_for_job` writes it in the outcome's transaction (whether the job's lease holds
+  or not: the answer came). A crash between the two now leaves the message unanswered, and the restart
+  reverses the sale (`error` 911) where it used to keep the approval: what CONTRACT §15 says of "a request
+  that may have been sent when the gateway crashed". Nothing is sent again nor to another acquirer, so
+  nothing is charged twice (`tests/processors/test_connectors.py`, crash point
+  `ACQUIRER_ANSWER_UNCOMMITTED`). A try a route cascades on is written before the next connection is tried.
+- **The link's per-message overheads**: the response timeout is a timer on the loop rather than
+  `asyncio.timeout`; the socket is drained only when the transport holds bytes back; the link's
+  state-change event is made and set only when a caller waits on it (it was twice a message); answer MTIs
+  are cached.
 
-The connector adds 520-870 µs of CPU a sale (median 643): three to six times the target of 150 µs, unmet.
-One run with `--sockets 4` was no different (646 µs added, 256 sales/s in a busier spell).
-Under cProfile (3,000 sales, `--profile cumulative`, the event loop's thread; the profiler weighs Python
-calls heavily, so the shares are rough) the connector's time went to decoding 37% (twice a sale: the
-answer, and in `Link._ask` the request just encoded, decoded again to key its answer), encoding 31%
-(pyiso8583's encoder two thirds of it, the dialect's padding and check digits the rest), building the
-message 9%, masking fields for log lines 6% (twice a sale, whether DEBUG is on or not), the read of the
-transaction's last message 6%, the metrics 4%. The sales/s is not one core's: with the machine's other
-load this process got about half of core 0 and the simulator a sixth of core 1, so on a quiet machine
-both should be higher; the CPU figures moved by a third between runs.
+Measured 2026-11-26 (fourth session) on this machine (2 cores) while other agents' suites ran (load average
+5-7 for the first three pairs, 2-3 for the last two), the bench above on both sides: the build before (main
+at 38f5dbc) and after, alternately, five pairs of 3 rounds of 3,000 authorizations each way. CPU is process
+time, so the machine's other load moves it:
+
+| run | ISO sales/s | ISO CPU µs/sale | its event loop | sandbox CPU µs/sale | added | simulator µs/sale |
+|---|---:|---:|---:|---:|---:|---:|
+| before 1 | 3,171 | 297 | 161 | 120 | 178 | 117 |
+| after 1 | 1,722 | 288 | 151 | 90 | 198 | 110 |
+| before 2 | 1,555 | 309 | 166 | 89 | 220 | 113 |
+| after 2 | 1,044 | 353 | 182 | 116 | 237 | 147 |
+| before 3 | 1,564 | 327 | 175 | 120 | 208 | 113 |
+| after 3 | 2,242 | 290 | 150 | 90 | 200 | 107 |
+| before 4 | 2,771 | 340 | 184 | 98 | 242 | 180 |
+| after 4 | 3,421 | 278 | 148 | 115 | 163 | 110 |
+| before 5 | 2,478 | 324 | 173 | 96 | 228 | 117 |
+| after 5 | 2,589 | 300 | 143 | 90 | 210 | 117 |
+
+Medians: through the connector 324 µs a sale before, 290 after (its event loop 173 and 150); added over the
+sandbox 220 before, 200 after.
+
+The noise (the sandbox alone moved from 89 to 120 µs between runs) is as large as the change, so the same
+bench ran under callgrind, which counts the instructions of every thread of the process in user space
+whatever the load (`valgrind --tool=callgrind`, a dump before and after each round; two pairs, 2 rounds of
+400 authorizations each way; the simulator not under valgrind). Instructions a sale, and the commits'
+`fdatasync` and SQLite's `pwrite` calls a sale:
+
+| build | ISO 8583 | sandbox | added | fdatasync ISO / sandbox | pwrite ISO / sandbox |
+|---|---:|---:|---:|---:|---:|
+| before | 1,725,000-1,734,000 | 639,000-641,000 | 1,085,000-1,095,000 | 0.18-0.20 / 0.045-0.048 | 5.6-6.4 / 3.0-3.2 |
+| after | 1,658,000-1,677,000 | 639,000-643,000 | 1,015,000-1,038,000 | 0.115-0.140 / 0.040-0.050 | 4.7-5.7 / 2.6-3.0 |
+
+So the connector adds 6% fewer instructions a sale, and commits about a third less often (valgrind slows
+the gateway fifty times and not the simulator, so its batches are not a native run's; the fall is what
+counts). The target of 150 µs added is not met in this fair bench: 163-237 µs (median 200) on a loaded
+machine, against 178-242 (median 220) before. What is left, by cProfile of the event loop's thread: pyiso8583's encoder
+and decoder, about half of its time (18 fields encoded and 11 decoded a sale; CONTRACT §15 names the library,
+and it has no option to skip fields: each is parsed to find the next); the message built (about a tenth);
+and in the writer thread the row written, durably, before the message goes, which must stay (a message the
+process may have sent must be found on restart, or the sale would be sent again as new), and the outcome's
+commits, which answers arriving one at a time share with fewer others than the sandbox's do.
 
 ## Risk rules (2026-11-26, issue 32)
 

@@ -16,9 +16,10 @@ import signal
 RECURRING_CHARGE_OPENED = "RECURRING_CHARGE_OPENED"
 # create-recurring-payment has written its payment, after its OAuth nonce, in one transaction not yet committed.
 RECURRING_PAYMENT_WRITTEN = "RECURRING_PAYMENT_WRITTEN"
-# An acquirer's answer to a payment is recorded with its message; the transaction's outcome is not yet.
-ACQUIRER_ANSWER_RECORDED = "ACQUIRER_ANSWER_RECORDED"
-POINTS = (RECURRING_CHARGE_OPENED, RECURRING_PAYMENT_WRITTEN, ACQUIRER_ANSWER_RECORDED)
+# An acquirer's answer to a payment is written to its message's row, in the transaction that records the
+# transaction's outcome, not yet committed.
+ACQUIRER_ANSWER_UNCOMMITTED = "ACQUIRER_ANSWER_UNCOMMITTED"
+POINTS = (RECURRING_CHARGE_OPENED, RECURRING_PAYMENT_WRITTEN, ACQUIRER_ANSWER_UNCOMMITTED)
 
 _armed: str | None = None
 

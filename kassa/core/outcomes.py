@@ -75,7 +75,11 @@ def record_for_job(
     """Records a worker's outcome while its lease on ``job`` holds (the job is deleted in the same
     transaction: one job's outcome is recorded once); an ``unknown`` is asked again after
     ``reconcile_after_ms``; a rebill's decline with a lower amount left is tried again at that amount
-    instead (``rebills.next_try``). Returns whether it was recorded, and the callbacks it queued."""
+    instead (``rebills.next_try``). Returns whether it was recorded, and the callbacks it queued. What the
+    connector left unrecorded of its answer is written first, whether the lease holds or not: the answer
+    came, whichever worker records the outcome."""
+    if outcome.unrecorded is not None:
+        outcome.unrecorded(conn)
     context = order_store.fenced_outcome_context(conn, job, owner)
     if context is None:
         return False, NOTHING_QUEUED

@@ -126,6 +126,7 @@ class Route:
             ended = await (await self._connectors.by_id(sent[-1]["connection_id"])).reconcile(request)
             if not self._cascades(ended):
                 return ended
+            await self._recorded(ended)
         payment = payment_of(request)
         matching = [t for t in self._tries if t.conditions.match(payment)]
         if not matching:
@@ -134,6 +135,7 @@ class Route:
         left = [t.connector for t in matching if t.connection_id is None or t.connection_id not in tried]
         outcome = UNROUTED_OUTCOME
         for connector in left[: max(0, MAX_TRIES - len(tried))]:
+            await self._recorded(outcome)  # the try before, cascaded on
             # Nothing is outstanding (read above): an ISO 8583 connector need not read the messages again.
             outcome = await (
                 connector.send(request) if isinstance(connector, IsoProcessor) else connector.process(request)
@@ -144,6 +146,12 @@ class Route:
 
     def _cascades(self, outcome: Outcome) -> bool:
         return outcome.stage in (Stage.ERROR, Stage.DECLINED) and outcome.error_code in self._cascade
+
+    async def _recorded(self, outcome: Outcome) -> None:
+        """Writes what a try left unrecorded of its answer before the next try goes out: a restart must find
+        the try ended, not outstanding (its outcome, cascaded on, is not the transaction's to record)."""
+        if outcome.unrecorded is not None:
+            await self._db.write(outcome.unrecorded)
 
     async def reconcile(self, request: Request) -> Outcome:
         return await (await self._answering(request.serial)).reconcile(request)

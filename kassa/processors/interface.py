@@ -12,13 +12,17 @@ key a connector passes on, so a retried job never charges twice at the acquirer.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kassa.domain.destinations import BankAccount, CardNumber, EWallet, Phone
 from kassa.domain.lifecycle import Stage
 from kassa.domain.threeds_protocol import ChallengeIndicator, ThreeDSPath
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +159,10 @@ class Outcome:
     processor_rrn: str | None = None
     processor_tx_id: str | None = None
     recipient_name: str | None = None  # a payout check's: the receiver's name the scheme holds, masked
+    # What the connector has still to write of the answer (an ISO 8583 message's row marked answered): written
+    # in the transaction that records this outcome, one write fewer a sale. A crash before that commit leaves
+    # the message as if no answer had come: reversed on restart (CONTRACT §15), never sent again as new.
+    unrecorded: Callable[[Connection], None] | None = field(default=None, compare=False, repr=False)
 
 
 class Processor(Protocol):
@@ -162,7 +170,8 @@ class Processor(Protocol):
 
     async def process(self, request: Request, *, first: bool = False) -> Outcome:
         """Runs one transaction at the acquirer. ``first``: the caller knows nothing of it went out before
-        (its job's first run), so a connector that records its messages need not look for earlier ones."""
+        (its job's first run), so a connector that records its messages need not look for earlier ones.
+        The caller writes the outcome's ``unrecorded`` with it (``core.outcomes.record_for_job``)."""
 
     async def reconcile(self, request: Request) -> Outcome:
         """Asks the acquirer for the final outcome of a transaction that ended ``unknown``."""

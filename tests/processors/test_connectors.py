@@ -18,6 +18,7 @@ from tests.api.test_payouts import CARD as PAYOUT_CARD
 from tests.api.test_payouts import payout
 from tests.support.acquirer_host import create_connection, host_on_a_thread, restarted_past_the_lease
 from tests.support.balances import credit
+from tests.support.databases import run_sql
 from tests.support.gateway import Gateway, Merchant, new_merchant
 from tests.support.operations import final
 from tests.support.proxy import _self_signed
@@ -43,6 +44,15 @@ def _route(merchant: Merchant, *entries: str, cascade: str | None = None) -> Non
 
 def _payments(host: AcquirerHost) -> list[dict[str, str]]:
     return [m for m in host.received if m["t"] != "0800"]
+
+
+def _states(gateway: Gateway, order: str) -> list[tuple[str, str]]:
+    """The state and field 39 of each message of the order, as the gateway recorded them."""
+    sql = (
+        "SELECT m.state, m.response_code FROM acquirer_messages m JOIN transactions t ON t.id = m.transaction_id"
+        f" WHERE t.order_id = {int(order)} ORDER BY m.id"
+    )
+    return [(str(state), str(code)) for state, code in run_sql(gateway.database_url, sql)]
 
 
 def _sale(merchant: Merchant, **fields: str) -> dict[str, str]:
@@ -138,6 +148,9 @@ def test_an_endpoints_cascade_list_decides_which_outcomes_go_on_to_the_next_conn
         ended = _sale(merchant)
         assert (ended["status"], ended.get("error-code")) == outcome
         assert len(_payments(failing)) + len(_payments(hosts[1])) - seen == tries
+        # Each try recorded as answered, the one cascaded on before the next went out.
+        codes = [first_answers, "00"][:tries]
+        assert _states(merchant.gateway, ended["paynet-order-id"]) == [("answered", code) for code in codes]
 
 
 def test_a_sandbox_endpoints_conditions_hold_for_the_built_in_sandbox_too(merchant: Merchant) -> None:
@@ -181,23 +194,26 @@ def _tls_connection(merchant: Merchant, host: AcquirerHost, secret: Path | None)
     _route(merchant, create_connection(merchant.gateway, host.port, "--tls", *options, response_timeout="1"))
 
 
-def test_an_approval_recorded_before_the_gateway_died_stands_and_nothing_is_sent_again(
+def test_an_approval_the_gateway_died_before_recording_is_reversed_and_never_sent_to_another_acquirer(
     gateway_factory: Callable[..., Gateway],
 ) -> None:
-    doomed = gateway_factory(KASSA_TEST_CLOCK="1", KASSA_TEST_CRASH_POINT=crashpoints.ACQUIRER_ANSWER_RECORDED)
+    # The answer is written in the transaction that records the outcome: dying inside it leaves the sale as
+    # one sent and never answered (CONTRACT §15), whatever the host had answered.
+    doomed = gateway_factory(KASSA_TEST_CLOCK="1", KASSA_TEST_CRASH_POINT=crashpoints.ACQUIRER_ANSWER_UNCOMMITTED)
     merchant = new_merchant(doomed, f"m-{uuid.uuid4().hex[:10]}")
     with host_on_a_thread() as first, host_on_a_thread() as second:
         _route(merchant, _connection(merchant, first), _connection(merchant, second))
         order = merchant.sale(f"route-{next(_names)}").json()["paynet-order-id"]
-        assert doomed.process is not None and doomed.process.wait(30) == -9  # the answer recorded, not the outcome
-        assert (len(_payments(first)), len(_payments(second))) == (1, 0)
+        assert doomed.process is not None and doomed.process.wait(30) == -9  # answered, nothing of it committed
+        [sale] = _payments(first)
+        assert _answer_of(first, sale) and not _payments(second)  # the host had approved it
 
         restarted_past_the_lease(gateway_factory, merchant)
-        approved = merchant.wait_final(order)
-        [message] = _payments(first)
-        assert approved["status"] == "approved"
-        assert (approved["processor-rrn"], approved["approval-code"]) == (message["37"], _answer_of(first, message))
-        assert not _payments(second)  # not charged again elsewhere
+        ended = merchant.wait_final(order)
+        assert (ended["status"], ended.get("error-code")) == ("error", "911")
+        assert [m["t"] for m in _payments(first)] == ["0200", "0400"]  # the approval reversed, not sent again
+        assert _payments(first)[1]["90"][:10] == "0200" + sale["11"]
+        assert not _payments(second)  # nor sent to another acquirer
 
 
 def _answer_of(host: AcquirerHost, message: dict[str, str]) -> str:

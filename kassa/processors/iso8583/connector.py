@@ -1,15 +1,16 @@
 """A connector to an acquirer's host over ISO 8583 (CONTRACT §15): the ``Processor`` of one connection.
 
 Each financial message is recorded before it goes out (``storage.acquirer_messages``), its id the RRN. An
-answer gives the outcome by field 39 (the dialect's table). A request left unanswered after the response
-timeout is ``unknown``: the connector reverses it at once (0400), and the engine's reconciliation asks
-again every ``KASSA_RECONCILE_DELAY_SECONDS`` (60 s, as §15 says), which repeats the reversal (0401) until
-the host answers it; then the transaction ends ``error`` 911. Advices (a capture 0220, a void or cancel
-0400) are repeated the same way until answered, and are final once answered. Neither is repeated past 24
-hours from the message's first sending: it is then given up (``abandoned``, logged and counted for
-operators) and the transaction ends ``error`` 911 as an unanswered one does. A message the process may
-have sent before it died (recorded, never answered) counts as unanswered: it is reversed, or repeated,
-never sent again as new. While no socket is signed on nothing is sent: ``error`` 907 at once.
+answer gives the outcome by field 39 (the dialect's table) and is recorded in the transaction that records
+the outcome (``Outcome.unrecorded``). A request left unanswered after the response timeout is ``unknown``:
+the connector reverses it at once (0400), and the engine's reconciliation asks again every
+``KASSA_RECONCILE_DELAY_SECONDS`` (60 s, as §15 says), which repeats the reversal (0401) until the host
+answers it; then the transaction ends ``error`` 911. Advices (a capture 0220, a void or cancel 0400) are
+repeated the same way until answered, and are final once answered. Neither is repeated past 24 hours from
+the message's first sending: it is then given up (``abandoned``, logged and counted for operators) and the
+transaction ends ``error`` 911 as an unanswered one does. A message the process may have sent before it died
+(recorded, its answer not) counts as unanswered: it is reversed, or repeated, never sent again as new. While
+no socket is signed on nothing is sent: ``error`` 907 at once.
 
 A transfer from a card to a card is the charge of the source card, then the credit of the receiving card
 (``_transfer``): the credit is recorded with the charge's approval, and the void of the charge with the
@@ -125,7 +126,7 @@ class IsoProcessor:
         except messages.Unsupported as unsendable:  # a payout to a bank account, say: nothing is sent
             return Outcome(Stage.ERROR, ActionCode.ISSUER_INOPERATIVE, f"Not sent to this acquirer: {unsendable}")
         answer = await self._delivered(request, sent, fields)
-        return answer if isinstance(answer, Outcome) else await self._answered(sent["id"], answer)
+        return answer if isinstance(answer, Outcome) else self._answered(sent["id"], answer)
 
     async def _recorded(
         self, request: Request, original: SentOriginal | None, after: _End | None = None
@@ -206,7 +207,7 @@ class IsoProcessor:
             return answer
         charged = iso.answer_of(self._dialect, answer)
         if charged.stage is not Stage.APPROVED:
-            return await self._answered(sent["id"], answer)
+            return self._answered(sent["id"], answer)
         approved = _End(sent["id"], State.ANSWERED, answer.get("39"), approval_code=answer.get("38"))
         credit = messages.credit_of(request)
         credit_sent, credit_fields = await self._recorded(credit, None, after=approved)
@@ -301,7 +302,7 @@ class IsoProcessor:
         if answer is None:
             await self._moved(sent["id"], State.UNANSWERED, repeated=1)
             return Outcome(Stage.UNKNOWN)
-        return await self._answered(sent["id"], answer)
+        return self._answered(sent["id"], answer)
 
     async def _abandon(self, request: Request, sent: Record) -> Outcome:
         """Gives up ``sent``, whose reversal or repetition went unanswered for 24 hours: nothing more is sent,
@@ -354,10 +355,15 @@ class IsoProcessor:
         metrics.acquirer_message(self.name, fields["t"], code, time.perf_counter() - started)
         return answer
 
-    async def _answered(self, message_id: int, answer: Fields) -> Outcome:
-        await self._moved(message_id, State.ANSWERED, response_code=answer.get("39"), approval_code=answer.get("38"))
-        crashpoints.reached(crashpoints.ACQUIRER_ANSWER_RECORDED)
-        return self._as_answered({**answer, "37": answer.get("37", store.rrn_of(message_id))})
+    def _answered(self, message_id: int, answer: Fields) -> Outcome:
+        """The outcome ``answer`` gives, its message's record left to the transaction that records it."""
+        code, approval_code, moment = answer.get("39"), answer.get("38"), now_ms()
+
+        def record(conn: DbConnection) -> None:
+            store.move(conn, message_id, State.ANSWERED, moment, response_code=code, approval_code=approval_code)
+            crashpoints.reached(crashpoints.ACQUIRER_ANSWER_UNCOMMITTED)
+
+        return self._as_answered({**answer, "37": answer.get("37", store.rrn_of(message_id))}, record)
 
     def _recorded_answer(self, message: Record) -> Outcome:
         """The outcome of ``message`` as its answer, recorded, gave it."""
@@ -366,7 +372,9 @@ class IsoProcessor:
             fields["38"] = message["approval_code"]
         return self._as_answered(fields)
 
-    def _as_answered(self, answer: Mapping[str, str]) -> Outcome:
+    def _as_answered(
+        self, answer: Mapping[str, str], unrecorded: Callable[[DbConnection], None] | None = None
+    ) -> Outcome:
         found = iso.answer_of(self._dialect, answer)
         return Outcome(
             found.stage,
@@ -374,6 +382,7 @@ class IsoProcessor:
             found.error_message,
             approval_code=found.approval_code,
             processor_rrn=found.rrn,
+            unrecorded=unrecorded,
         )
 
     async def _moved(

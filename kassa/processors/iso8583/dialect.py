@@ -262,6 +262,7 @@ def _check_digits(dialect: Dialect, fields: Mapping[str, str]) -> None:
             raise MessageError(f"field {name} must be digits")
 
 
+@functools.cache  # a few MTIs, one lookup a message
 def answer_mti(mti: str) -> str:
     """The MTI answering ``mti``: its request, advice or notification function plus one, from the origin
     (0200 → 0210, 0221 → 0230, 0401 → 0410)."""

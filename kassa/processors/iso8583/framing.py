@@ -31,10 +31,17 @@ async def read_message(reader: asyncio.StreamReader, max_length: int = MAX_LENGT
 
 
 async def write_message(writer: asyncio.StreamWriter, message: bytes, max_length: int = MAX_LENGTH) -> None:
+    if write_nowait(writer, message, max_length):
+        await writer.drain()
+
+
+def write_nowait(writer: asyncio.StreamWriter, message: bytes, max_length: int = MAX_LENGTH) -> bool:
+    """Writes ``message`` with its length; whether the transport holds some of it back, the socket's buffer
+    full (the caller drains, or writes on into the transport's buffer)."""
     _check(len(message), max_length)
     # One write of length and message: messages written by concurrent tasks never interleave.
     writer.write(_LENGTH.pack(len(message)) + message)
-    await writer.drain()
+    return writer.transport.get_write_buffer_size() > 0
 
 
 def _check(length: int, max_length: int) -> None:
