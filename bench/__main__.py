@@ -74,7 +74,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--small-orders", type=int, default=10_000, help="bulk: stored orders of the small status run (default 10k)"
     )
     parser.add_argument(
-        "--docs", type=Path, default=DOCS, help="Markdown file to rewrite (default docs/performance.md)"
+        "--docs",
+        type=Path,
+        default=DOCS,
+        help="Markdown file whose results to rewrite (default docs/performance.md)",
     )
     parser.add_argument(
         "--quiet-wait",
@@ -182,9 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         peer_version = peer.version() if "peer" in opts.scenarios else "not measured"
         command = shlex.join([".venv/bin/python", "-m", "bench", *(sys.argv[1:] if argv is None else argv)])
         facts = report.machine(pg_version, peer_version)
-        text = report.document(rows, command, facts, settings_text(opts), bench.facts)
-        args.docs.parent.mkdir(parents=True, exist_ok=True)
-        args.docs.write_text(text)
+        written = report.results(rows, command, facts, settings_text(opts), bench.facts)
+        args.docs.write_text(report.with_results(args.docs.read_text(), written))
         say(f"wrote {args.docs}")
     return 0
 
