@@ -13,6 +13,7 @@ from kassa.api.handlers.payments import new_order, open_order
 from kassa.clock import now_ms, today
 from kassa.core import followups, rebills, recurring
 from kassa.domain.money import Currency
+from kassa.domain.order_view import CardView
 from kassa.domain.rebills import kept
 from kassa.domain.transactions import TxType
 from kassa.storage import card_refs as card_ref_store
@@ -61,7 +62,7 @@ def _card_ref_reply(req: OperationRequest, ref_id: int) -> Reply:
 
 async def get_card_info(req: OperationRequest) -> Reply:
     _ref_id, card = await stored_card(req)
-    shown = {_CARD_INFO_NAMES[name]: value for name, value in card_fields(card).items()}
+    shown = {_CARD_INFO_NAMES[name]: value for name, value in card_fields(CardView.of(card)).items()}
     return {"serial-number": req.serial, **shown}
 
 

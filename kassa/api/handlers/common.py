@@ -14,8 +14,8 @@ from kassa.core.errors import FieldMismatch, NoSuchOrder, NotWaiting, SignatureM
 from kassa.core.followups import OrderRef
 from kassa.domain.merchants import Endpoint
 from kassa.domain.money import Currency
+from kassa.domain.order_view import CardView
 from kassa.domain.orders import OrderRuleError, Refusal
-from kassa.storage.prepared import Record
 
 T = TypeVar("T")
 
@@ -70,14 +70,14 @@ def async_reply(serial: str, client_orderid: str, order_id: int, endpoint_id: in
     }
 
 
-def card_fields(card: Record) -> Reply:
+def card_fields(card: CardView) -> Reply:
     """What may be shown of a stored card (BIN and last four at most), named as status reports it."""
     fields = {
-        "bin": card["bin"],
-        "last-four-digits": card["last_four"],
-        "card-exp-month": f"{card['exp_month']:02d}",
-        "card-exp-year": str(card["exp_year"]),
-        "cardholder-name": card["holder_name"],
-        "card-type": card["brand"] or "",
+        "bin": card.bin,
+        "last-four-digits": card.last_four,
+        "card-exp-month": f"{card.exp_month:02d}",
+        "card-exp-year": str(card.exp_year),
+        "cardholder-name": card.holder_name,
+        "card-type": card.brand or "",
     }
     return {name: value for name, value in fields.items() if value}

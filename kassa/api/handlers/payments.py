@@ -22,9 +22,10 @@ from kassa.core.followups import OrderRef
 from kassa.domain import money
 from kassa.domain.lifecycle import Stage
 from kassa.domain.money import Currency
+from kassa.domain.order_view import OrderView
 from kassa.domain.transactions import TxType, rule
 from kassa.storage import orders as order_store
-from kassa.storage.orders import NewCard, NewOrder, OrderSnapshot, Started
+from kassa.storage.orders import NewCard, NewOrder, Started
 from kassa.vault import tokens
 from kassa.vault.keys import cvv_context
 from kassa.web import addresses
@@ -65,10 +66,10 @@ async def sync_account_verification(req: OperationRequest) -> Reply:
     one stores (the same on a repeat) and the phone sent."""
     opened = await account_verification(req)
     order_id, client_orderid = int(opened["paynet-order-id"]), req.values["client_orderid"]
-    snapshot = await _decided(req, order_id)
-    verification = snapshot.transactions[0]
-    reply = await status.report(req, snapshot, verification)
-    if Stage(verification["stage"]) is Stage.APPROVED:
+    view = await _decided(req, order_id)
+    verification = view.transactions[0]
+    reply = await status.report(req, view, verification)
+    if verification.stage is Stage.APPROVED:
         ref = OrderRef(req.endpoint.member_ids(), order_id, client_orderid)
         reply["card-ref-id"] = str(await change_order(req, lambda conn: followups.card_reference(conn, ref, now_ms())))
     if "phone" in req.values:
@@ -76,17 +77,15 @@ async def sync_account_verification(req: OperationRequest) -> Reply:
     return reply
 
 
-async def _decided(req: OperationRequest, order_id: int) -> OrderSnapshot:
+async def _decided(req: OperationRequest, order_id: int) -> OrderView:
     """The order once its first transaction has left ``processing``, or as it is after ``_SYNC_WAIT_SECONDS``
     (or when the gateway begins to stop)."""
     endpoint_ids, deadline = req.endpoint.member_ids(), time.monotonic() + _SYNC_WAIT_SECONDS
     delay = _SYNC_FIRST_POLL_SECONDS
     while True:
-        found = await req.services.db.read_point(
-            lambda conn: order_store.find_order(conn, endpoint_ids, order_id, None)
-        )
+        found = await req.services.db.read_point(lambda conn: order_store.find_view(conn, endpoint_ids, order_id, None))
         assert found is not None, "the order was opened for this request"
-        if Stage(found.transactions[0]["stage"]) is not Stage.PROCESSING:
+        if found.transactions[0].stage is not Stage.PROCESSING:
             return found
         if time.monotonic() >= deadline or req.services.stopping:
             return found

@@ -7,16 +7,14 @@ from kassa.api.errors import ApiError, Code, field_error
 from kassa.api.handlers.common import card_fields
 from kassa.clock import date_time_text
 from kassa.domain import money
-from kassa.domain.lifecycle import Stage, status_of
+from kassa.domain.lifecycle import Stage
+from kassa.domain.order_view import OrderView, TransactionView
 from kassa.domain.threeds_protocol import Step
-from kassa.domain.transactions import TxType, order_stage, reported, rule
+from kassa.domain.transactions import rule
 from kassa.pages.rendering import render_page
 from kassa.storage import authentications, browser_sessions
 from kassa.storage import orders as order_store
-from kassa.storage import payouts as payout_store
 from kassa.storage.browser_sessions import SessionKind
-from kassa.storage.orders import OrderSnapshot
-from kassa.storage.prepared import Record
 from kassa.vault import tokens
 from kassa.vault.tokens import SealedToken
 from kassa.web import addresses
@@ -30,49 +28,40 @@ async def status(req: OperationRequest) -> Reply:
     if order_id is None and client_orderid is None:
         raise field_error("orderid", "or client_orderid is required")
     endpoint_ids = req.endpoint.member_ids()
-    snapshot = await req.services.db.read_point(
-        lambda conn: order_store.find_order(conn, endpoint_ids, order_id, client_orderid)
+    view = await req.services.db.read_point(
+        lambda conn: order_store.find_view(conn, endpoint_ids, order_id, client_orderid)
     )
-    if snapshot is None:
+    if view is None:
         raise ApiError(Code.NOT_FOUND, "no such order for this endpoint")
     asked: str | None = values.get("by-request-sn")
-    reply = await report(req, snapshot, _reported_transaction(snapshot, asked))
+    reply = await report(req, view, _reported_transaction(view, asked))
     if asked:
         reply["by-request-sn"] = req.form["by-request-sn"]  # echoed as sent
     return reply
 
 
-async def report(req: OperationRequest, snapshot: OrderSnapshot, tx: Record) -> Reply:
-    """The status-response fields of the order ``snapshot`` as its transaction ``tx`` leaves it: the browser
+async def report(req: OperationRequest, view: OrderView, tx: TransactionView) -> Reply:
+    """The status-response fields of the order ``view`` as its transaction ``tx`` leaves it: the browser
     step it waits for, where its payout goes."""
-    stage = Stage(tx["stage"])
-    reply = _status_fields(req, snapshot, tx, stage)
-    if stage in (Stage.THREE_D_METHOD, Stage.THREE_D_VALIDATING):
+    reply = _status_fields(req, view, tx)
+    if tx.stage in (Stage.THREE_D_METHOD, Stage.THREE_D_VALIDATING):
         reply.update(await _browser_step(req, tx))
-    if rule(TxType(snapshot.order["tx_type"])).reads_destination(has_card=snapshot.card is not None):
-        reply.update(await _destination_fields(req, snapshot.order["id"]))
+    destination = view.destination
+    if destination is not None and rule(view.head.tx_type).reads_destination(has_card=view.card is not None):
+        reply["destination-type"] = destination.kind
+        reply["destination-account"] = destination.masked
+        if destination.recipient_name:
+            reply["recipient-name"] = destination.recipient_name
     return reply
 
 
-async def _destination_fields(req: OperationRequest, order_id: int) -> Reply:
-    """Where a payout goes when it is no card: its kind and its number masked, and the masked name the
-    sandbox's name check found for a phone payout."""
-    found = await req.services.db.read_point(lambda conn: payout_store.destination_of(conn, order_id))
-    if found is None:
-        return {}
-    fields = {"destination-type": found["kind"], "destination-account": found["masked"]}
-    if found["recipient_name"]:
-        fields["recipient-name"] = found["recipient_name"]
-    return fields
-
-
-async def _browser_step(req: OperationRequest, tx: Record) -> Reply:
+async def _browser_step(req: OperationRequest, tx: TransactionView) -> Reply:
     """What the customer's browser must do next: the gateway page (``html``, ``redirect-to``), and the
     raw 3-D Secure data for merchants that run the step themselves (CONTRACT §8)."""
     record, session = await req.services.db.read(
         lambda conn: (
-            authentications.of_transaction(conn, tx["id"]),
-            browser_sessions.session_of(conn, tx["id"], SessionKind.CHECKOUT),
+            authentications.of_transaction(conn, tx.id),
+            browser_sessions.session_of(conn, tx.id, SessionKind.CHECKOUT),
         )
     )
     if record is None or session is None:
@@ -86,53 +75,51 @@ async def _browser_step(req: OperationRequest, tx: Record) -> Reply:
     if record["step"] == Step.METHOD:
         step["threeds-method-url"], step["threeds-method-data"] = method_request(base, record)
     else:
-        acs_url, posted = acs_request(base, record, tx)
+        acs_url, posted = acs_request(base, record, tx.amount, tx.currency)
         step["acs-url"] = acs_url
         step.update({"pareq": posted["PaReq"], "md": posted["MD"]} if "PaReq" in posted else posted)
     return step
 
 
-def _reported_transaction(snapshot: OrderSnapshot, serial: str | None) -> Record:
+def _reported_transaction(view: OrderView, serial: str | None) -> TransactionView:
     if serial is None:
-        return snapshot.transactions[-1]
-    for tx in snapshot.transactions:
-        if tx["serial_number"] == serial:
-            return tx
-    raise ApiError(Code.NOT_FOUND, "no transaction with that by-request-sn in this order")
+        return view.latest
+    found = view.transaction(serial)
+    if found is None:
+        raise ApiError(Code.NOT_FOUND, "no transaction with that by-request-sn in this order")
+    return found
 
 
-def _status_fields(req: OperationRequest, snapshot: OrderSnapshot, tx: Record, stage: Stage) -> Reply:
-    order, card = snapshot.order, snapshot.card
-    state = snapshot.state()
-    tx_type = TxType(tx["tx_type"])
-    cur = money.currency(tx["currency"])
+def _status_fields(req: OperationRequest, view: OrderView, tx: TransactionView) -> Reply:
+    order, card, state = view.head, view.card, view.state()
+    cur = money.currency(tx.currency)
     reply: Reply = {
         "serial-number": req.serial,
-        "status": status_of(stage).value,
-        "merchant-order-id": order["client_orderid"],
-        "paynet-order-id": str(order["id"]),
-        "transaction-type": reported(tx_type),
-        "order-stage": order_stage(tx_type, stage),
-        "amount": money.format_amount(tx["amount"], cur),
+        "status": tx.status.value,
+        "merchant-order-id": order.client_orderid,
+        "paynet-order-id": str(order.id),
+        "transaction-type": tx.reported_type,
+        "order-stage": tx.order_stage,
+        "amount": money.format_amount(tx.amount, cur),
         "currency": cur.code,
-        "end-point-id": str(order["endpoint_id"]),
-        "initial-amount": money.format_amount(order["amount"], cur),
+        "end-point-id": str(order.endpoint_id),
+        "initial-amount": money.format_amount(order.amount, cur),
         "captured-amount": money.format_amount(state.captured, cur),
         "refunded-amount": money.format_amount(state.refunded, cur),
-        "paynet-processing-date": date_time_text(tx["updated_at_ms"]),
+        "paynet-processing-date": date_time_text(tx.updated_at_ms),
     }
     if card is not None:
         reply.update(card_fields(card))
     optional = (
-        ("descriptor", req.endpoint.member(order["endpoint_id"]).descriptor),
-        ("card-ref-id", order["card_ref_id"] and str(order["card_ref_id"])),
-        ("recurring-payment-id", order["recurring_payment_id"] and str(order["recurring_payment_id"])),
-        ("email", order["email"]),
-        ("approval-code", tx["approval_code"]),
-        ("processor-rrn", tx["processor_rrn"]),
-        ("processor-tx-id", tx["processor_tx_id"]),
-        ("error-message", tx["error_message"]),
-        ("error-code", tx["error_code"]),
+        ("descriptor", req.endpoint.member(order.endpoint_id).descriptor),
+        ("card-ref-id", order.card_ref_id and str(order.card_ref_id)),
+        ("recurring-payment-id", order.recurring_payment_id and str(order.recurring_payment_id)),
+        ("email", order.email),
+        ("approval-code", tx.approval_code),
+        ("processor-rrn", tx.processor_rrn),
+        ("processor-tx-id", tx.processor_tx_id),
+        ("error-message", tx.error_message),
+        ("error-code", tx.error_code),
     )
     for name, value in optional:
         if value:
