@@ -94,9 +94,6 @@ class Reply:
                 into[name] = value
         return into
 
-    def fields(self) -> dict[str, str]:
-        return self.write({})
-
     def attributes(self) -> dict[str, Any]:
         """The attributes as keyword arguments, to build a richer answer from this one."""
         return {name: getattr(self, name) for name in self._ATTRIBUTES}
