@@ -2,13 +2,14 @@
 goes, its amounts in minor units; its status is its latest transaction's (``lifecycle``). Status answers,
 callbacks, the final redirect, the console and the CLI all render it; none reads the rows on its own.
 
-Built from the rows a storage read gives (mappings of column names), so that it stays free of SQL."""
+Built from the rows a storage read gives (mappings of column names), so that it stays free of SQL. Named
+tuples rather than frozen dataclasses: a status call builds five of them, and a frozen dataclass's
+``__init__`` sets each field through ``object.__setattr__`` (about 4 µs a call more)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from kassa.domain.cards import mask_stored
 from kassa.domain.lifecycle import Stage, Status, status_of
@@ -16,10 +17,12 @@ from kassa.domain.orders import OrderState, TxRecord
 from kassa.domain.transactions import TxType, order_stage, reported
 
 Row = Mapping[str, Any]
+# A dictionary lookup is a tenth of calling the enum (``TxType(text)``), and a status call makes three.
+_TX_TYPES: dict[str, TxType] = {member.value: member for member in TxType}
+_STAGES: dict[str, Stage] = {member.value: member for member in Stage}
 
 
-@dataclass(frozen=True, slots=True)
-class CardView:
+class CardView(NamedTuple):
     """What may be shown of a card: BIN and last four at most."""
 
     bin: str
@@ -38,8 +41,7 @@ class CardView:
         return mask_stored(self.bin, self.last_four, self.brand)
 
 
-@dataclass(frozen=True, slots=True)
-class DestinationView:
+class DestinationView(NamedTuple):
     """Where a payout goes when it is no card: its kind, its number masked, and the masked name a phone
     payout's check found."""
 
@@ -52,8 +54,7 @@ class DestinationView:
         return cls(row["kind"], row["masked"], row["recipient_name"])
 
 
-@dataclass(frozen=True, slots=True)
-class TransactionView:
+class TransactionView(NamedTuple):
     id: int
     serial_number: str
     tx_type: TxType
@@ -74,8 +75,8 @@ class TransactionView:
         return cls(
             row["id"],
             row["serial_number"],
-            TxType(row["tx_type"]),
-            Stage(row["stage"]),
+            _TX_TYPES[row["tx_type"]],
+            _STAGES[row["stage"]],
             row["amount"],
             row["currency"],
             row["approval_code"],
@@ -102,8 +103,7 @@ class TransactionView:
         return reported(self.tx_type)
 
 
-@dataclass(frozen=True, slots=True)
-class OrderHead:
+class OrderHead(NamedTuple):
     """The order's own fields, without its transactions: what a callback about one of them reports."""
 
     id: int
@@ -123,7 +123,7 @@ class OrderHead:
             row["id"],
             row["endpoint_id"],
             row["client_orderid"],
-            TxType(row["tx_type"]),
+            _TX_TYPES[row["tx_type"]],
             row["amount"],
             row["currency"],
             row["email"],
@@ -133,8 +133,7 @@ class OrderHead:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class OrderView:
+class OrderView(NamedTuple):
     head: OrderHead
     transactions: Sequence[TransactionView]  # oldest first; never empty
     card: CardView | None  # none until a hosted form collected it, or for a payout to no card
