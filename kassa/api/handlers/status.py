@@ -37,15 +37,15 @@ async def status(req: OperationRequest) -> OrderStatus:
     if view is None:
         raise ApiError(Code.NOT_FOUND, "no such order for this endpoint")
     asked: str | None = values.get("by-request-sn")
-    # echoed as sent
-    return await report(req, view, _reported_transaction(view, asked), req.form["by-request-sn"] if asked else None)
+    echoed = req.form["by-request-sn"] if asked else None  # as sent, not as checked
+    return await report(req, view, _reported_transaction(view, asked), echoed)
 
 
 async def report(
     req: OperationRequest, view: OrderView, tx: TransactionView, by_request_sn: str | None = None
 ) -> OrderStatus:
     """The status of the order ``view`` as its transaction ``tx`` leaves it: the browser step it waits for,
-    where its payout goes."""
+    where its payout goes; ``by_request_sn`` echoed when the merchant named ``tx`` by it."""
     order, card, state = view.head, view.card, view.state()
     cur = money.currency(tx.currency)
     browser = None
