@@ -105,3 +105,11 @@ def test_an_answer_of_a_status_the_document_does_not_declare_fails_the_check() -
 
 def test_kinds_have_a_schema_each() -> None:
     assert {kind: answers.schema(kind)["type"] for kind in answers.Kind} == dict.fromkeys(answers.Kind, "string")
+
+
+def test_a_classic_answer_is_checked_as_the_json_answer_it_stands_for() -> None:
+    classic = {**accepted(), "surprise": "1"}
+    [problem] = problems([Received("/api/v2/sale", 200, classic, classic=True)])
+    assert problem.startswith("/api/v2/sale (classic, as HTTP 200, type async-response)")
+    refusal = {"type": "validation-error", "serial-number": SERIAL, "error-message": "x", "error-code": "1"}
+    assert problems([Received("/api/v2/sale", 400, refusal, classic=True)]) == []

@@ -340,7 +340,7 @@ def post_without_accept(gateway: Gateway, path: str, data: dict[str, str]) -> ht
     with httpx.Client(timeout=30, verify=TLS) as client:
         request = client.build_request("POST", gateway.base + path, data=data)
         del request.headers["accept"]
-        return client.send(request)
+        return answers.record(client.send(request))
 
 
 def cli_run(gateway: Gateway, *args: str) -> subprocess.CompletedProcess[str]:
