@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from kassa.storage.database import Database, open_database
+from tests.support import answers
 from tests.support.databases import fresh_postgres, migrated_sqlite, pooled_postgres
 from tests.support.gateway import Gateway, Merchant, new_merchant
 
@@ -68,6 +69,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     for name, scope in (("database_url", "function"), ("shared_gateway", "session"), ("clock_gateway", "session")):
         if name in metafunc.fixturenames:
             metafunc.parametrize(name, backends, indirect=True, scope=scope)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def answers_match_the_openapi_document() -> Iterator[None]:
+    """Every answer the merchant helpers received in this process is checked against the OpenAPI
+    document once the session ends (``tests.support.answers``): a field it does not name, one missing that
+    it requires, or a value not of its kind fails the run."""
+    yield
+    wrong = answers.problems()
+    assert not wrong, "answers that do not match the OpenAPI document:\n" + "\n".join(wrong)
 
 
 @pytest.fixture

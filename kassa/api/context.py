@@ -1,4 +1,4 @@
-"""What a handler receives (the checked request) and what it returns (the reply fields)."""
+"""What a handler receives (the checked request) and what it returns (an answer of ``answers``)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from sqlalchemy import Connection
 
 from kassa.api import signatures
+from kassa.api.answers import Reply
 from kassa.api.signatures import NonceSpend
 from kassa.core.followups import OrderSignature
 from kassa.domain.merchants import Endpoint
@@ -65,5 +66,4 @@ class OperationRequest:
         return await signatures.accepted(self.services, pending.nonce, done)
 
 
-Reply = dict[str, str]
 Handler = Callable[[OperationRequest], Awaitable[Reply]]

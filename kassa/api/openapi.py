@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from kassa.api import answers
+from kassa.api.answers import Field as AnswerField
+from kassa.api.answers import field_names
 from kassa.api.fields import Field, schema_of
 from kassa.api.operations import OPERATIONS, OAuth, Operation, Response
 
@@ -176,15 +179,25 @@ def _field_schema(field: Field) -> dict[str, Any]:
 
 
 def _response_schema(response: Response) -> dict[str, Any]:
-    numbers = sorted(response.numbers & set(response.fields))
+    """An answer's schema from its declared type: every field it may carry, with its kind and description;
+    those every answer of the type carries required; no other."""
+    numbers = sorted(response.numbers & set(field_names(response.answer)))
     values = f"{', '.join(numbers)} a number, every other value a string" if numbers else "every value is a string"
+    properties: dict[str, Any] = {
+        "type": {"const": response.type},
+        **{field.name: _answer_field_schema(field, field.name in numbers) for field in response.answer.FIELDS},
+    }
+    required = ["type", *(field.name for field in response.answer.FIELDS if field.when is None)]
     return {
         "type": "object",
         "description": f"type = {response.type}; {values}",
-        "properties": {
-            "type": {"const": response.type},
-            "serial-number": {"type": "string"},
-            **{name: {"type": "integer" if name in numbers else "string"} for name in response.fields},
-        },
-        "additionalProperties": {"type": "string"},
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
     }
+
+
+def _answer_field_schema(field: AnswerField, number: bool) -> dict[str, Any]:
+    schema = {"type": "integer"} if number else answers.schema(field.kind)
+    presence = "Always present." if field.when is None else f"Present {field.when}."
+    return {**schema, "description": f"{field.description[:1].upper()}{field.description[1:]}. {presence}"}

@@ -1,5 +1,6 @@
 """The operation table: one row per operation of SPEC.md and CONTRACT §17 drives routing, field checks (the
-fields of its request schema, ``schemas``), signing, the answer's type and the OpenAPI document. Adding an
+fields of its request schema, ``schemas``), signing, the answer's type (``answers``) and the OpenAPI
+document. Adding an
 operation is adding a row and, when it does something new, a handler.
 """
 
@@ -8,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from kassa.api import answers
 from kassa.api import schemas as s
+from kassa.api.answers import Reply
 from kassa.api.context import Handler
 from kassa.api.fields import Field
 from kassa.api.handlers import (
@@ -31,60 +34,33 @@ class OAuth(StrEnum):
 
 
 Signing = ControlFormula | OAuth
+AnswerType = type[Reply]  # ``Response`` has a field named ``type``
 
 
 @dataclass(frozen=True, slots=True)
 class Response:
     schema: str  # the OpenAPI schema of the answer
     type: str  # the answer's ``type`` field, written by the pipeline
-    fields: tuple[str, ...] = ()  # the fields the OpenAPI document names, beyond type and serial-number
+    answer: AnswerType  # what the handler returns: the answer's fields (``answers``)
     # Fields written as JSON numbers, in the answer and in refusals (``error-code``); every other value is
     # a string (CONTRACT §1). Only the v4 sale has any: CONTRACT §18's integrations read numbers there.
     numbers: frozenset[str] = frozenset()
 
 
-_CARD_REF_FIELDS = ("status", "merchant-order-id", "paynet-order-id", "card-ref-id")
-# CONTRACT §5: the status of an order (those after end-point-id when known).
-_STATUS_FIELDS = (
-    "status", "merchant-order-id", "paynet-order-id", "transaction-type", "order-stage", "amount", "currency",
-    "end-point-id", "by-request-sn", "card-type", "bin", "last-four-digits", "card-exp-month", "card-exp-year",
-    "cardholder-name", "email", "approval-code", "processor-rrn", "processor-tx-id", "descriptor", "card-ref-id",
-    "recurring-payment-id", "initial-amount", "captured-amount", "refunded-amount", "paynet-processing-date",
-    "error-message", "error-code", "destination-type", "destination-account", "recipient-name",
-)  # fmt: skip
-
-ASYNC = Response("AsyncResponse", "async-response")
-FORM_REDIRECT = Response("AsyncCheckoutFormRedirect", "async-form-response")
-CARD_REF = Response("CardRefAsyncResponse", "create-card-ref-response", _CARD_REF_FIELDS)
-CARD_REF_V4 = Response(
-    "CardRefV4AsyncResponse", "create-card-ref-response", (*_CARD_REF_FIELDS, "unq-card-ref-id", "recurring-payment-id")
-)
-PAYOUT_V4 = Response(
-    "PayoutV4Response",
-    "async-response",
-    ("status", "merchant-order-id", "paynet-order-id", "end-point-id", "payout-id"),
-)
-TRANSFER_BY_REF = Response(
-    "TransferByRefResponse",
-    "async-response",
-    ("status", "merchant-order-id", "paynet-order-id", "end-point-id", "transaction-id"),
-)
-SALE_V4 = Response(
-    "SaleV4Response",
-    "async-response",
-    ("status", "merchant-order-id", "paynet-order-id", "end-point-id"),
-    frozenset({"paynet-order-id", "error-code"}),
-)
-EPHEMERAL_TICKET = Response("EphemeralTicketResponse", "ephemeral-ticket-response", ("ephemeralTicket",))
-CARD_INFO = Response("CardInfoAsyncResponse", "get-card-info-response")
-STATUS = Response("StatusResponse", "status-response", _STATUS_FIELDS)
+ASYNC = Response("AsyncResponse", "async-response", answers.Accepted)
+FORM_REDIRECT = Response("AsyncCheckoutFormRedirect", "async-form-response", answers.FormAccepted)
+CARD_REF = Response("CardRefAsyncResponse", "create-card-ref-response", answers.CardReference)
+CARD_REF_V4 = Response("CardRefV4AsyncResponse", "create-card-ref-response", answers.CardReferenceV4)
+PAYOUT_V4 = Response("PayoutV4Response", "async-response", answers.PayoutAccepted)
+TRANSFER_BY_REF = Response("TransferByRefResponse", "async-response", answers.TransferAccepted)
+SALE_V4 = Response("SaleV4Response", "async-response", answers.Accepted, frozenset({"paynet-order-id", "error-code"}))
+EPHEMERAL_TICKET = Response("EphemeralTicketResponse", "ephemeral-ticket-response", answers.EphemeralTicket)
+CARD_INFO = Response("CardInfoAsyncResponse", "get-card-info-response", answers.CardInfo)
+# CONTRACT §5: the status of an order.
+STATUS = Response("StatusResponse", "status-response", answers.OrderStatus)
 # CONTRACT §17: the verification's status, the card reference an approved one stores and the phone sent.
-SYNC_VERIFY = Response("SyncAccountVerificationResponse", "status-response", (*_STATUS_FIELDS, "phone"))
-RECURRING = Response(
-    "CreateRecurringPaymentResponse",
-    "create-recurring-payment-response",
-    ("status", "recurring-payment-id", "merchant-order-id"),
-)
+SYNC_VERIFY = Response("SyncAccountVerificationResponse", "status-response", answers.VerificationStatus)
+RECURRING = Response("CreateRecurringPaymentResponse", "create-recurring-payment-response", answers.RecurringPayment)
 
 ALIASES = {
     "client-order-id": "client_orderid",

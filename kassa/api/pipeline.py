@@ -160,7 +160,7 @@ async def _answer_in_window(checked: OperationRequest, exchange: Exchange, windo
 
 async def _reply(checked: OperationRequest, exchange: Exchange) -> Answer:
     try:
-        fields = {"type": checked.op.response.type, **await checked.op.handler(checked)}
+        fields = (await checked.op.handler(checked)).write({"type": checked.op.response.type})
     finally:  # before the answer is kept for a key: a replay's must not be
         if checked.nonce is not None:
             await checked.nonce.settle(checked.services)

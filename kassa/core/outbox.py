@@ -9,6 +9,7 @@ import orjson
 from sqlalchemy import Connection
 
 from kassa.domain.callbacks import callback_fields, destination
+from kassa.domain.order_view import CardView, OrderHead, TransactionView
 from kassa.domain.transactions import TxType, reported, rule
 from kassa.storage import callbacks as callback_store
 from kassa.storage.callbacks import CallbackLease, Due, Sender
@@ -43,8 +44,9 @@ def queue_callbacks(
     if not targets:
         return NOTHING_QUEUED
     sender = sender or callback_store.sender_of(conn, order)
-    card = dict(sender.card) if sender.card else None
-    fields = callback_fields(order=dict(order), tx=dict(tx), card=card, descriptor=sender.descriptor or "")
+    card = CardView.of(sender.card) if sender.card else None
+    head, reported_tx = OrderHead.of(order), TransactionView.of(tx)
+    fields = callback_fields(order=head, tx=reported_tx, card=card, descriptor=sender.descriptor or "")
     stored = orjson.dumps(fields).decode()
     handed = []
     written = callback_store.add_all(conn, order, tx["id"], targets, stored, now_ms, lease)

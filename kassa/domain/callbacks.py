@@ -6,43 +6,34 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kassa.domain import money, urls
-from kassa.domain.lifecycle import Stage, status_of
-from kassa.domain.transactions import TxType, reported
+from kassa.domain.order_view import CardView, OrderHead, TransactionView
 from kassa.signing.control import CALLBACK, control_of
 
 
-def callback_fields(
-    *,
-    order: Mapping[str, object],
-    tx: Mapping[str, object],
-    card: Mapping[str, object] | None,
-    descriptor: str,
-) -> dict[str, str]:
-    """The query fields of a callback (and of the final redirect), ``control`` aside."""
-    cur = money.currency(str(tx["currency"]))
-    card = card or {}
-    fields = {
-        "status": status_of(Stage(str(tx["stage"]))).value,
-        "merchant_order": str(order["client_orderid"]),
-        "client_orderid": str(order["client_orderid"]),
-        "orderid": str(order["id"]),
-        "type": reported(TxType(str(tx["tx_type"]))),
-        "amount": money.format_amount(int(str(tx["amount"])), cur),
+def callback_fields(*, order: OrderHead, tx: TransactionView, card: CardView | None, descriptor: str) -> dict[str, str]:
+    """The query fields of a callback (and of the final redirect) about ``tx``, ``control`` aside."""
+    cur = money.currency(tx.currency)
+    return {
+        "status": tx.status.value,
+        "merchant_order": order.client_orderid,
+        "client_orderid": order.client_orderid,
+        "orderid": str(order.id),
+        "type": tx.reported_type,
+        "amount": money.format_amount(tx.amount, cur),
         "currency": cur.code,
         "descriptor": descriptor,
-        "error_code": str(tx["error_code"] or ""),
-        "error_message": str(tx["error_message"] or ""),
-        "name": str(card.get("holder_name") or ""),
-        "email": str(order["email"] or ""),
-        "approval-code": str(tx["approval_code"] or ""),
-        "last-four-digits": str(card.get("last_four") or ""),
-        "bin": str(card.get("bin") or ""),
-        "card-type": str(card.get("brand") or ""),
-        "processor-rrn": str(tx["processor_rrn"] or ""),
-        "processor-tx-id": str(tx["processor_tx_id"] or ""),
-        "merchantdata": str(order["merchant_data"] or ""),
+        "error_code": tx.error_code or "",
+        "error_message": tx.error_message or "",
+        "name": card.holder_name if card else "",
+        "email": order.email or "",
+        "approval-code": tx.approval_code or "",
+        "last-four-digits": card.last_four if card else "",
+        "bin": card.bin if card else "",
+        "card-type": (card.brand or "") if card else "",
+        "processor-rrn": tx.processor_rrn or "",
+        "processor-tx-id": tx.processor_tx_id or "",
+        "merchantdata": order.merchant_data or "",
     }
-    return fields
 
 
 def signed(fields: Mapping[str, str], control_key: str) -> dict[str, str]:

@@ -18,6 +18,7 @@ from kassa.domain import cards, destinations, money
 from kassa.domain.callbacks import callback_fields
 from kassa.domain.destinations import Kind
 from kassa.domain.lifecycle import Stage, is_final
+from kassa.domain.order_view import CardView, OrderHead, TransactionView
 from kassa.domain.transactions import Needs, TxType, rule
 from kassa.pages.redirect import final_redirect
 from kassa.pages.rendering import render_page
@@ -163,9 +164,9 @@ class Pages:
     def _finish(self, context: BrowserContext) -> Response:
         order, tx = context.order, context.transaction
         fields = callback_fields(
-            order=dict(order),
-            tx=dict(tx),
-            card=dict(context.card) if context.card else None,
+            order=OrderHead.of(order),
+            tx=TransactionView.of(tx),
+            card=CardView.of(context.card) if context.card else None,
             descriptor=context.descriptor,
         )
         redirect = None
@@ -234,7 +235,7 @@ class Pages:
 
 def _to_acs(base: str, token: str, context: BrowserContext) -> Response:
     assert context.record is not None
-    acs_url, fields = acs_request(base, context.record, context.transaction)
+    acs_url, fields = acs_request(base, context.record, context.transaction["amount"], context.transaction["currency"])
     if "PaReq" in fields:
         fields["TermUrl"] = addresses.challenge_return(base)
     else:

@@ -15,11 +15,12 @@ def method_request(base: str, authentication: Record) -> tuple[str, str]:
     return addresses.acs_method(base), tds.method_data(authentication["server_trans_id"], notification)
 
 
-def acs_request(base: str, authentication: Record, tx: Record) -> tuple[str, dict[str, str]]:
-    """The ACS address and the fields to post there: ``creq`` (2.x), or ``PaReq`` and ``MD`` (1.0.2)."""
+def acs_request(base: str, authentication: Record, amount: int, currency: str) -> tuple[str, dict[str, str]]:
+    """The ACS address and the fields to post there: ``creq`` (2.x), or ``PaReq`` and ``MD`` (1.0.2), for a
+    transaction of ``amount`` minor units of ``currency``."""
     if authentication["version"] == tds.VERSION_1:
-        cur = money.currency(tx["currency"])
-        pareq = tds.pareq(authentication["acs_trans_id"], money.format_amount(tx["amount"], cur), cur.code)
+        cur = money.currency(currency)
+        pareq = tds.pareq(authentication["acs_trans_id"], money.format_amount(amount, cur), cur.code)
         return addresses.acs_pareq(base), {"PaReq": pareq, "MD": authentication["server_trans_id"]}
     creq = tds.creq(authentication["server_trans_id"], authentication["acs_trans_id"])
     return addresses.acs_challenge(base), {"creq": creq}

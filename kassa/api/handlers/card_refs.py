@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import dataclasses
 
-from kassa.api.context import OperationRequest, Reply
+from kassa.api.answers import Accepted, CardInfo, CardReference, CardReferenceV4
+from kassa.api.context import OperationRequest
 from kassa.api.errors import ApiError, Code, field_error
 from kassa.api.handlers.common import card_fields, change_order, order_ref, serving_within_limits
 from kassa.api.handlers.payments import new_order, open_order
 from kassa.clock import now_ms, today
 from kassa.core import followups, rebills, recurring
 from kassa.domain.money import Currency
+from kassa.domain.order_view import CardView
 from kassa.domain.rebills import kept
 from kassa.domain.transactions import TxType
 from kassa.storage import card_refs as card_ref_store
@@ -20,62 +22,62 @@ from kassa.storage.prepared import Record
 from kassa.vault.keys import card_ref_unique_id
 
 _MAX_REF_DIGITS = 18  # an int64 id
-# get-card-info names the card fields status reports (CONTRACT §5) its own way.
-_CARD_INFO_NAMES = {
-    "cardholder-name": "card-printed-name",
-    "bin": "bin",
-    "last-four-digits": "last-four-digits",
-    "card-exp-month": "expire-month",
-    "card-exp-year": "expire-year",
-    "card-type": "card-type",
-}
 
 
-async def create_card_ref(req: OperationRequest) -> Reply:
+async def create_card_ref(req: OperationRequest) -> CardReference:
     ref, now = order_ref(req), now_ms()
     ref_id = await change_order(req, lambda conn: followups.card_reference(conn, ref, now))
     return _card_ref_reply(req, ref_id)
 
 
-async def create_card_ref_v4(req: OperationRequest) -> Reply:
+async def create_card_ref_v4(req: OperationRequest) -> CardReferenceV4:
     """v2's reference, with its unique id and the recurring payment (no schedule) that tokenises the card,
     usable later where a ``card_recurring_payment_id`` is asked for; the same ids for every call."""
     ref, now = order_ref(req), now_ms()
     made = await change_order(req, lambda conn: recurring.tokenise(conn, ref, now))
-    return {
-        **_card_ref_reply(req, made.card_ref_id),
-        "unq-card-ref-id": card_ref_unique_id(req.services.vault, req.merchant_id, made.pan_fingerprint),
-        "recurring-payment-id": str(made.recurring_payment_id),
-    }
+    return CardReferenceV4(
+        **_card_ref_reply(req, made.card_ref_id).attributes(),
+        unq_card_ref_id=card_ref_unique_id(req.services.vault, req.merchant_id, made.pan_fingerprint),
+        recurring_payment_id=str(made.recurring_payment_id),
+    )
 
 
-def _card_ref_reply(req: OperationRequest, ref_id: int) -> Reply:
-    return {
-        "serial-number": req.serial,
-        "status": "approved",
-        "merchant-order-id": req.values["client_orderid"],
-        "paynet-order-id": str(req.values["orderid"]),
-        "card-ref-id": str(ref_id),
-    }
+def _card_ref_reply(req: OperationRequest, ref_id: int) -> CardReference:
+    return CardReference(
+        serial_number=req.serial,
+        status="approved",
+        merchant_order_id=req.values["client_orderid"],
+        paynet_order_id=str(req.values["orderid"]),
+        card_ref_id=str(ref_id),
+    )
 
 
-async def get_card_info(req: OperationRequest) -> Reply:
+async def get_card_info(req: OperationRequest) -> CardInfo:
+    """The card status reports (CONTRACT §5), its fields named get-card-info's way."""
     _ref_id, card = await stored_card(req)
-    shown = {_CARD_INFO_NAMES[name]: value for name, value in card_fields(card).items()}
-    return {"serial-number": req.serial, **shown}
+    shown = card_fields(CardView.of(card))
+    return CardInfo(
+        serial_number=req.serial,
+        bin=shown.bin,
+        last_four_digits=shown.last_four_digits,
+        expire_month=shown.card_exp_month,
+        expire_year=shown.card_exp_year,
+        card_printed_name=shown.cardholder_name,
+        card_type=shown.card_type,
+    )
 
 
-async def make_rebill(req: OperationRequest) -> Reply:
+async def make_rebill(req: OperationRequest) -> Accepted:
     """A new sale order on the stored card (make-rebill, make-rebill-sale)."""
     return await _rebill(req, TxType.SALE)
 
 
-async def make_rebill_preauth(req: OperationRequest) -> Reply:
+async def make_rebill_preauth(req: OperationRequest) -> Accepted:
     """A new preauth order on the stored card, captured, voided or returned as any preauth."""
     return await _rebill(req, TxType.PREAUTH)
 
 
-async def _rebill(req: OperationRequest, tx_type: TxType) -> Reply:
+async def _rebill(req: OperationRequest, tx_type: TxType) -> Accepted:
     """An order of ``tx_type`` charging the stored card, at ``amount`` and then at each enumerated amount
     until one is approved, sent as ``recurrent_scenario`` says. The CVV, when sent, goes to the acquirer
     but starts no 3-D Secure: nobody is there to answer a challenge."""

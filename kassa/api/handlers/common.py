@@ -8,14 +8,15 @@ from typing import TypeVar
 from sqlalchemy import Connection
 
 from kassa.api import signatures
-from kassa.api.context import OperationRequest, Reply
+from kassa.api.answers import Accepted, CardShown
+from kassa.api.context import OperationRequest
 from kassa.api.errors import ApiError, Code, field_error
 from kassa.core.errors import FieldMismatch, NoSuchOrder, NotWaiting, SignatureMismatch
 from kassa.core.followups import OrderRef
 from kassa.domain.merchants import Endpoint
 from kassa.domain.money import Currency
+from kassa.domain.order_view import CardView
 from kassa.domain.orders import OrderRuleError, Refusal
-from kassa.storage.prepared import Record
 
 T = TypeVar("T")
 
@@ -59,25 +60,24 @@ def serving_within_limits(req: OperationRequest, cur: Currency) -> Endpoint:
     return endpoint
 
 
-def async_reply(serial: str, client_orderid: str, order_id: int, endpoint_id: int) -> Reply:
+def async_reply(serial: str, client_orderid: str, order_id: int, endpoint_id: int) -> Accepted:
     """The acknowledgement of an operation accepted for asynchronous processing."""
-    return {
-        "status": "processing",
-        "serial-number": serial,
-        "merchant-order-id": client_orderid,
-        "paynet-order-id": str(order_id),
-        "end-point-id": str(endpoint_id),
-    }
+    return Accepted(
+        status="processing",
+        serial_number=serial,
+        merchant_order_id=client_orderid,
+        paynet_order_id=str(order_id),
+        end_point_id=str(endpoint_id),
+    )
 
 
-def card_fields(card: Record) -> Reply:
+def card_fields(card: CardView) -> CardShown:
     """What may be shown of a stored card (BIN and last four at most), named as status reports it."""
-    fields = {
-        "bin": card["bin"],
-        "last-four-digits": card["last_four"],
-        "card-exp-month": f"{card['exp_month']:02d}",
-        "card-exp-year": str(card["exp_year"]),
-        "cardholder-name": card["holder_name"],
-        "card-type": card["brand"] or "",
-    }
-    return {name: value for name, value in fields.items() if value}
+    return CardShown(
+        bin=card.bin,
+        last_four_digits=card.last_four,
+        card_exp_month=f"{card.exp_month:02d}",
+        card_exp_year=str(card.exp_year),
+        cardholder_name=card.holder_name or None,
+        card_type=card.brand or None,
+    )

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from sqlalchemy import Connection
 
-from kassa.api.context import OperationRequest, Reply
+from kassa.api.answers import Accepted
+from kassa.api.context import OperationRequest
 from kassa.api.errors import field_error
 from kassa.api.handlers.common import async_reply, change_order, order_ref
 from kassa.clock import now_ms
@@ -16,19 +17,19 @@ from kassa.domain.orders import plan_capture, plan_return, plan_void
 from kassa.domain.transactions import TxType
 
 
-async def capture(req: OperationRequest) -> Reply:
+async def capture(req: OperationRequest) -> Accepted:
     return await _follow_up(req, lambda state, amount: (TxType.CAPTURE, plan_capture(state, amount)))
 
 
-async def refund(req: OperationRequest) -> Reply:
+async def refund(req: OperationRequest) -> Accepted:
     return await _follow_up(req, plan_return)
 
 
-async def void(req: OperationRequest) -> Reply:
+async def void(req: OperationRequest) -> Accepted:
     return await _follow_up(req, lambda state, _amount: (TxType.VOID, plan_void(state)))
 
 
-async def _follow_up(req: OperationRequest, plan: Plan) -> Reply:
+async def _follow_up(req: OperationRequest, plan: Plan) -> Accepted:
     amount: int | None = req.values.get("amount")
     currency: Currency | None = req.values.get("currency")
     if amount is not None and currency is None:

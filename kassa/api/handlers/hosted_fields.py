@@ -7,7 +7,8 @@ from __future__ import annotations
 import dataclasses
 import secrets
 
-from kassa.api.context import OperationRequest, Reply
+from kassa.api.answers import Accepted, EphemeralTicket
+from kassa.api.context import OperationRequest
 from kassa.api.errors import field_error
 from kassa.api.handlers import payments
 from kassa.api.handlers.common import serving_within_limits
@@ -27,15 +28,15 @@ TOKEN_FIELD = HOSTED_FIELDS_TOKEN.name
 _CARD = ("credit_card_number", "expire_month", "expire_year", "cvv2")
 
 
-async def create_ephemeral_ticket(req: OperationRequest) -> Reply:
+async def create_ephemeral_ticket(req: OperationRequest) -> EphemeralTicket:
     """A ticket for one tokenization within 15 minutes; safe in a page (it pays for nothing by itself)."""
     ticket = secrets.token_urlsafe(32)
     digest, merchant_id, endpoint_id = tokens.digest(ticket), req.merchant_id, req.endpoint.id
     await req.write(lambda conn: store.issue(conn, digest, merchant_id, endpoint_id, now_ms(), TICKET_TTL_MS))
-    return {"serial-number": req.serial, "ephemeralTicket": ticket}
+    return EphemeralTicket(serial_number=req.serial, ephemeral_ticket=ticket)
 
 
-async def sale(req: OperationRequest) -> Reply:
+async def sale(req: OperationRequest) -> Accepted:
     token: str | None = req.values.get(TOKEN_FIELD)
     if token is None:
         if missing := next((name for name in _CARD if name not in req.values), None):

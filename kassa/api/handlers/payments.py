@@ -12,7 +12,8 @@ from typing import Any
 
 import orjson
 
-from kassa.api.context import OperationRequest, Reply
+from kassa.api.answers import Accepted, FormAccepted, VerificationStatus
+from kassa.api.context import OperationRequest
 from kassa.api.errors import ApiError, Code, field_error
 from kassa.api.handlers import status
 from kassa.api.handlers.common import async_reply, change_order, serving_endpoint, serving_within_limits
@@ -22,9 +23,10 @@ from kassa.core.followups import OrderRef
 from kassa.domain import money
 from kassa.domain.lifecycle import Stage
 from kassa.domain.money import Currency
+from kassa.domain.order_view import OrderView
 from kassa.domain.transactions import TxType, rule
 from kassa.storage import orders as order_store
-from kassa.storage.orders import NewCard, NewOrder, OrderSnapshot, Started
+from kassa.storage.orders import NewCard, NewOrder, Started
 from kassa.vault import tokens
 from kassa.vault.keys import cvv_context
 from kassa.web import addresses
@@ -47,46 +49,44 @@ _CUSTOMER_FIELDS = (
 )  # fmt: skip
 
 
-async def sale(req: OperationRequest) -> Reply:
+async def sale(req: OperationRequest) -> Accepted:
     return await start_card_order(req, TxType.SALE)
 
 
-async def preauth(req: OperationRequest) -> Reply:
+async def preauth(req: OperationRequest) -> Accepted:
     return await start_card_order(req, TxType.PREAUTH)
 
 
-async def account_verification(req: OperationRequest) -> Reply:
+async def account_verification(req: OperationRequest) -> Accepted:
     return await start_card_order(req, TxType.ACCOUNT_VERIFICATION)
 
 
-async def sync_account_verification(req: OperationRequest) -> Reply:
+async def sync_account_verification(req: OperationRequest) -> VerificationStatus:
     """An account verification answered once the acquirer has decided it (or it waits for the cardholder's
     3-D Secure step, or ``_SYNC_WAIT_SECONDS`` went by): its status, with the card reference an approved
     one stores (the same on a repeat) and the phone sent."""
     opened = await account_verification(req)
-    order_id, client_orderid = int(opened["paynet-order-id"]), req.values["client_orderid"]
-    snapshot = await _decided(req, order_id)
-    verification = snapshot.transactions[0]
-    reply = await status.report(req, snapshot, verification)
-    if Stage(verification["stage"]) is Stage.APPROVED:
+    order_id, client_orderid = int(opened.paynet_order_id), req.values["client_orderid"]
+    view = await _decided(req, order_id)
+    verification = view.transactions[0]
+    reported = (await status.report(req, view, verification)).attributes()
+    if verification.stage is Stage.APPROVED:
         ref = OrderRef(req.endpoint.member_ids(), order_id, client_orderid)
-        reply["card-ref-id"] = str(await change_order(req, lambda conn: followups.card_reference(conn, ref, now_ms())))
-    if "phone" in req.values:
-        reply["phone"] = req.values["phone"]
-    return reply
+        reported["card_ref_id"] = str(
+            await change_order(req, lambda conn: followups.card_reference(conn, ref, now_ms()))
+        )
+    return VerificationStatus(**reported, phone=req.values.get("phone"))
 
 
-async def _decided(req: OperationRequest, order_id: int) -> OrderSnapshot:
+async def _decided(req: OperationRequest, order_id: int) -> OrderView:
     """The order once its first transaction has left ``processing``, or as it is after ``_SYNC_WAIT_SECONDS``
     (or when the gateway begins to stop)."""
     endpoint_ids, deadline = req.endpoint.member_ids(), time.monotonic() + _SYNC_WAIT_SECONDS
     delay = _SYNC_FIRST_POLL_SECONDS
     while True:
-        found = await req.services.db.read_point(
-            lambda conn: order_store.find_order(conn, endpoint_ids, order_id, None)
-        )
+        found = await req.services.db.read_point(lambda conn: order_store.find_view(conn, endpoint_ids, order_id, None))
         assert found is not None, "the order was opened for this request"
-        if Stage(found.transactions[0]["stage"]) is not Stage.PROCESSING:
+        if found.transactions[0].stage is not Stage.PROCESSING:
             return found
         if time.monotonic() >= deadline or req.services.stopping:
             return found
@@ -94,19 +94,19 @@ async def _decided(req: OperationRequest, order_id: int) -> OrderSnapshot:
         delay = min(delay * 2, _SYNC_POLL_MAX_SECONDS)
 
 
-async def sale_form(req: OperationRequest) -> Reply:
+async def sale_form(req: OperationRequest) -> Accepted:
     return await start_card_order(req, TxType.SALE, hosted=True)
 
 
-async def preauth_form(req: OperationRequest) -> Reply:
+async def preauth_form(req: OperationRequest) -> Accepted:
     return await start_card_order(req, TxType.PREAUTH, hosted=True)
 
 
-async def account_verification_form(req: OperationRequest) -> Reply:
+async def account_verification_form(req: OperationRequest) -> Accepted:
     return await start_card_order(req, TxType.ACCOUNT_VERIFICATION, hosted=True)
 
 
-async def start_card_order(req: OperationRequest, tx_type: TxType, *, hosted: bool = False) -> Reply:
+async def start_card_order(req: OperationRequest, tx_type: TxType, *, hosted: bool = False) -> Accepted:
     cur = order_currency(req)
     endpoint = (
         serving_within_limits(req, cur) if rule(tx_type).moves_money else serving_endpoint(req.endpoint, cur.code)
@@ -116,14 +116,14 @@ async def start_card_order(req: OperationRequest, tx_type: TxType, *, hosted: bo
     return await open_order(req, new_order(req, tx_type, endpoint.id, cur, card=new_card(req)))
 
 
-async def open_order(req: OperationRequest, new: NewOrder) -> Reply:
+async def open_order(req: OperationRequest, new: NewOrder) -> Accepted:
     """Opens the new order (or finds the one its client_orderid started), hands its processing over and
     answers; for a hosted form, with the form's address."""
     started = await req.write(lambda conn: opening.open_order(conn, new))
     return answer_opened(req, new, started, callbacks_queued=False)
 
 
-def answer_opened(req: OperationRequest, new: NewOrder, started: Started, *, callbacks_queued: bool) -> Reply:
+def answer_opened(req: OperationRequest, new: NewOrder, started: Started, *, callbacks_queued: bool) -> Accepted:
     """The answer to a request that opened ``new`` (or found the order its client_orderid opened): a
     repeat with other fields is code 4; the processing job goes to its worker; a form's address."""
     if not started.created and started.request_fingerprint != new.request_fingerprint:
@@ -134,10 +134,10 @@ def answer_opened(req: OperationRequest, new: NewOrder, started: Started, *, cal
     elif started.created:  # a new order has callbacks only when it was decided at once
         req.services.wake_workers(callbacks=callbacks_queued or started.decided)
     reply = async_reply(started.serial, req.values["client_orderid"], started.order_id, started.endpoint_id)
-    if started.form_token is not None:  # this request's token, or the first's for a repeat
-        token = tokens.open_token(req.services.vault, started.form_token)
-        reply["redirect-url"] = addresses.form(req.base_url, token)
-    return reply
+    if started.form_token is None:
+        return reply
+    token = tokens.open_token(req.services.vault, started.form_token)  # this request's, or the first's for a repeat
+    return FormAccepted(**reply.attributes(), redirect_url=addresses.form(req.base_url, token))
 
 
 def order_currency(req: OperationRequest) -> Currency:

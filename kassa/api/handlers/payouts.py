@@ -9,7 +9,8 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kassa.api.context import OperationRequest, Reply
+from kassa.api.answers import Accepted, PayoutAccepted, TransferAccepted
+from kassa.api.context import OperationRequest
 from kassa.api.errors import ApiError, Code, field_error
 from kassa.api.handlers.card_refs import usable_card
 from kassa.api.handlers.common import async_reply, change_order, order_ref, serving_endpoint, serving_within_limits
@@ -29,11 +30,11 @@ from kassa.storage.prepared import Record
 from kassa.vault.keys import pan_context
 
 
-async def payout(req: OperationRequest) -> Reply:
+async def payout(req: OperationRequest) -> Accepted:
     return await _start(req, TxType.PAYOUT)
 
 
-async def payout_form(req: OperationRequest) -> Reply:
+async def payout_form(req: OperationRequest) -> Accepted:
     """A payout to a card the recipient types on the gateway's page (``pages/checkout``), its amount
     reserved at once: beyond the balance it is declined, and the page shows so and returns to the shop."""
     cur: Currency = req.values["currency"]
@@ -41,12 +42,12 @@ async def payout_form(req: OperationRequest) -> Reply:
     return await _open(req, new_order(req, TxType.PAYOUT, endpoint.id, cur, hosted=True), None)
 
 
-async def payout_check(req: OperationRequest) -> Reply:
+async def payout_check(req: OperationRequest) -> Accepted:
     """v4's first step: the destination checked by the processor, the order registered, no money moved."""
     return await _start(req, TxType.PAYOUT_CHECK)
 
 
-async def payout_pay(req: OperationRequest) -> Reply:
+async def payout_pay(req: OperationRequest) -> Accepted:
     """v4's second step: the payout of an order payout-check registered and approved, made once."""
     ref, now, lease = order_ref(req), now_ms(), req.services.job_lease()
     paid = await change_order(req, lambda conn: payouts.pay(conn, ref, req.serial, now, lease))
@@ -57,7 +58,7 @@ async def payout_pay(req: OperationRequest) -> Reply:
     return async_reply(paid.serial, ref.client_orderid, paid.order_id, paid.endpoint_id)
 
 
-async def _start(req: OperationRequest, tx_type: TxType) -> Reply:
+async def _start(req: OperationRequest, tx_type: TxType) -> Accepted:
     cur: Currency = req.values["currency"]
     endpoint = serving_within_limits(req, cur)
     new = new_order(req, tx_type, endpoint.id, cur)
@@ -71,26 +72,26 @@ async def _start(req: OperationRequest, tx_type: TxType) -> Reply:
     return await _open(req, new, destination)
 
 
-async def payout_v4(req: OperationRequest) -> Reply:
+async def payout_v4(req: OperationRequest) -> PayoutAccepted:
     """v4's one-step payout: v2's, signed as v4, its answer naming the payout (``payout-id``)."""
     reply = await payout(req)
-    return {**reply, "payout-id": reply["paynet-order-id"]}
+    return PayoutAccepted(**reply.attributes(), payout_id=reply.paynet_order_id)
 
 
-async def payout_by_ref(req: OperationRequest) -> Reply:
+async def payout_by_ref(req: OperationRequest) -> PayoutAccepted:
     """v4's payout to the card of a card reference of the merchant's (``destination-card-ref-id``): the
     one-step payout to a card, its answer naming the payout (``payout-id``)."""
     cur: Currency = req.values["currency"]
     endpoint = serving_within_limits(req, cur)
     new = await _to_card(req, new_order(req, TxType.PAYOUT, endpoint.id, cur))
     reply = await _open(req, new, None)
-    return {**reply, "payout-id": reply["paynet-order-id"]}
+    return PayoutAccepted(**reply.attributes(), payout_id=reply.paynet_order_id)
 
 
 _CARD_REFERENCES = ("sending-card-ref-id", "receiving-card-ref-id")
 
 
-async def pan_eligibility(req: OperationRequest) -> Reply:
+async def pan_eligibility(req: OperationRequest) -> Accepted:
     """Whether a card can send funds, receive them, or both (the row says which, by the card reference it
     takes): asynchronous, its answer in status and callbacks; no money moves."""
     cur = order_currency(req)
@@ -108,17 +109,17 @@ async def pan_eligibility(req: OperationRequest) -> Reply:
     raise field_error("credit_card_number", f"or {references} is required")
 
 
-async def transfer_by_ref(req: OperationRequest) -> Reply:
+async def transfer_by_ref(req: OperationRequest) -> TransferAccepted:
     """From the merchant's balance to a card, by number or by the merchant's card reference; the answer
     names the transfer (``transaction-id``)."""
     card_id = None
     if "destination-card-no" not in req.values and "destination-card-ref-id" in req.values:
         card_id = (await usable_card(req, "destination-card-ref-id")).card_id
     reply = await _deposit_transfer(req, card_id)
-    return {**reply, "transaction-id": reply["paynet-order-id"]}
+    return TransferAccepted(**reply.attributes(), transaction_id=reply.paynet_order_id)
 
 
-async def transfer_by_ref_v2(req: OperationRequest) -> Reply:
+async def transfer_by_ref_v2(req: OperationRequest) -> Accepted:
     """v2: to the card of ``destination-card-ref-id`` from the card of ``source-card-ref-id`` (a transfer
     decided as a sale of the source card: by its ``cvv2``, with 3-D Secure, when its holder typed one; else
     a charge the merchant initiates on the stored card, as a rebill), or from the merchant's balance when no
@@ -135,7 +136,7 @@ async def transfer_by_ref_v2(req: OperationRequest) -> Reply:
     return await _open(req, new, await _stored_card_number(req, destination))
 
 
-async def transfer_form(req: OperationRequest) -> Reply:
+async def transfer_form(req: OperationRequest) -> Accepted:
     """A card-to-card transfer whose source card its holder types on the gateway's page
     (``pages/checkout``), as for a sale form; the receiving card is the one named here, else the page
     asks for it too."""
@@ -156,7 +157,7 @@ async def _stored_card_number(req: OperationRequest, stored: rebills.StoredCard)
     return _card_number(req, req.services.vault.decrypt(sealed, pan_context(req.merchant_id)))
 
 
-async def bank_wire_transfer(req: OperationRequest) -> Reply:
+async def bank_wire_transfer(req: OperationRequest) -> Accepted:
     """A payout to a bank account named by its number (or IBAN) and its bank's BIC, as the v2 payout's bank
     destination; the payer's name and the VAT are kept with it."""
     values = req.values
@@ -184,7 +185,7 @@ _TO_PAYMENT = "destination_card_recurring_payment_id"
 _FROM_PAYMENT = "card_recurring_payment_id"
 
 
-async def transfer(req: OperationRequest) -> Reply:
+async def transfer(req: OperationRequest) -> Accepted:
     """v4 transfer to a card (by number, or the card of a recurring payment): from the merchant's balance
     (``deposit2card=true``), else from a source card, sent or stored, whose holder may have to pass
     3-D Secure as for a sale."""
@@ -230,7 +231,7 @@ def _with_card_sent(req: OperationRequest, new: NewOrder) -> NewOrder:
     return dataclasses.replace(new, card=new_card(req))
 
 
-async def _deposit_transfer(req: OperationRequest, card_id: int | None, lent: Sequence[Lent] = ()) -> Reply:
+async def _deposit_transfer(req: OperationRequest, card_id: int | None, lent: Sequence[Lent] = ()) -> Accepted:
     """A transfer from the merchant's balance (a payout, reported as a transfer) to ``card_id`` (which
     ``lent`` may have lent) or to the ``destination-card-no`` sent."""
     cur: Currency = req.values["currency"]
@@ -296,7 +297,7 @@ def _destination(req: OperationRequest, kind: Kind) -> NewDestination:
 
 async def _open(
     req: OperationRequest, new: NewOrder, destination: NewDestination | None, lent: Sequence[Lent] = ()
-) -> Reply:
+) -> Accepted:
     """Opens the order; code 6 when a recurring payment whose card it uses has ended (cancelled: docs/api.md)."""
     payment_ids = [each.payment_id for each in lent]
     try:

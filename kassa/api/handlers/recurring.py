@@ -7,7 +7,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from kassa.api.context import OperationRequest, Reply
+from kassa.api.answers import Accepted, RecurringPayment
+from kassa.api.context import OperationRequest
 from kassa.api.errors import ApiError, Code, field_error
 from kassa.api.handlers.card_refs import usable_card
 from kassa.api.handlers.common import serving_within_limits
@@ -25,7 +26,7 @@ from kassa.storage.recurring import NewPayment
 _CARD_FIELDS = ("credit_card_number", "expire_month", "expire_year")
 
 
-async def create_recurring_payment(req: OperationRequest) -> Reply:
+async def create_recurring_payment(req: OperationRequest) -> RecurringPayment:
     values = req.values
     cur: Currency = values["currency"]
     endpoint = serving_within_limits(req, cur)
@@ -56,15 +57,15 @@ async def create_recurring_payment(req: OperationRequest) -> Reply:
     created = await req.write(lambda conn: recurring.create(conn, new, card))
     if not created.created and created.request_fingerprint != new.request_fingerprint:
         raise ApiError(Code.DUPLICATE, "client_orderid was already used with different fields")
-    return {
-        "serial-number": req.serial,
-        "status": "approved",
-        "recurring-payment-id": str(created.payment_id),
-        "merchant-order-id": values["client_orderid"],
-    }
+    return RecurringPayment(
+        serial_number=req.serial,
+        status="approved",
+        recurring_payment_id=str(created.payment_id),
+        merchant_order_id=values["client_orderid"],
+    )
 
 
-async def process_recurring_payments(req: OperationRequest) -> Reply:
+async def process_recurring_payments(req: OperationRequest) -> Accepted:
     """A charge now of a recurring payment's card for the ``amount`` and ``currency`` sent: a sale order as a
     rebill's, outside the payment's schedule; its client_orderid the one sent, or made up from the payment
     and the request's serial number."""

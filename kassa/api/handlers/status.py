@@ -2,139 +2,131 @@
 
 from __future__ import annotations
 
-from kassa.api.context import OperationRequest, Reply
+import dataclasses
+
+from kassa.api.answers import BrowserStep, DestinationShown, OrderStatus
+from kassa.api.context import OperationRequest
 from kassa.api.errors import ApiError, Code, field_error
 from kassa.api.handlers.common import card_fields
 from kassa.clock import date_time_text
 from kassa.domain import money
-from kassa.domain.lifecycle import Stage, status_of
+from kassa.domain.lifecycle import Stage
+from kassa.domain.order_view import OrderView, TransactionView
 from kassa.domain.threeds_protocol import Step
-from kassa.domain.transactions import TxType, order_stage, reported, rule
+from kassa.domain.transactions import rule
 from kassa.pages.rendering import render_page
 from kassa.storage import authentications, browser_sessions
 from kassa.storage import orders as order_store
-from kassa.storage import payouts as payout_store
 from kassa.storage.browser_sessions import SessionKind
-from kassa.storage.orders import OrderSnapshot
-from kassa.storage.prepared import Record
 from kassa.vault import tokens
 from kassa.vault.tokens import SealedToken
 from kassa.web import addresses
 from kassa.web.browser_steps import acs_request, method_request
 
 
-async def status(req: OperationRequest) -> Reply:
+async def status(req: OperationRequest) -> OrderStatus:
     values = req.values
     order_id: int | None = values.get("orderid")
     client_orderid: str | None = values.get("client_orderid")
     if order_id is None and client_orderid is None:
         raise field_error("orderid", "or client_orderid is required")
     endpoint_ids = req.endpoint.member_ids()
-    snapshot = await req.services.db.read_point(
-        lambda conn: order_store.find_order(conn, endpoint_ids, order_id, client_orderid)
+    view = await req.services.db.read_point(
+        lambda conn: order_store.find_view(conn, endpoint_ids, order_id, client_orderid)
     )
-    if snapshot is None:
+    if view is None:
         raise ApiError(Code.NOT_FOUND, "no such order for this endpoint")
     asked: str | None = values.get("by-request-sn")
-    reply = await report(req, snapshot, _reported_transaction(snapshot, asked))
-    if asked:
-        reply["by-request-sn"] = req.form["by-request-sn"]  # echoed as sent
-    return reply
+    echoed = req.form["by-request-sn"] if asked else None  # as sent, not as checked
+    return await report(req, view, _reported_transaction(view, asked), echoed)
 
 
-async def report(req: OperationRequest, snapshot: OrderSnapshot, tx: Record) -> Reply:
-    """The status-response fields of the order ``snapshot`` as its transaction ``tx`` leaves it: the browser
-    step it waits for, where its payout goes."""
-    stage = Stage(tx["stage"])
-    reply = _status_fields(req, snapshot, tx, stage)
-    if stage in (Stage.THREE_D_METHOD, Stage.THREE_D_VALIDATING):
-        reply.update(await _browser_step(req, tx))
-    if rule(TxType(snapshot.order["tx_type"])).reads_destination(has_card=snapshot.card is not None):
-        reply.update(await _destination_fields(req, snapshot.order["id"]))
-    return reply
+async def report(
+    req: OperationRequest, view: OrderView, tx: TransactionView, by_request_sn: str | None = None
+) -> OrderStatus:
+    """The status of the order ``view`` as its transaction ``tx`` leaves it: the browser step it waits for,
+    where its payout goes; ``by_request_sn`` echoed when the merchant named ``tx`` by it."""
+    order, card, state = view.head, view.card, view.state()
+    cur = money.currency(tx.currency)
+    browser = None
+    if tx.stage in (Stage.THREE_D_METHOD, Stage.THREE_D_VALIDATING):
+        browser = await _browser_step(req, tx)
+    return OrderStatus(
+        serial_number=req.serial,
+        status=tx.status.value,
+        merchant_order_id=order.client_orderid,
+        paynet_order_id=str(order.id),
+        transaction_type=tx.reported_type,
+        order_stage=tx.order_stage,
+        amount=money.format_amount(tx.amount, cur),
+        currency=cur.code,
+        end_point_id=str(order.endpoint_id),
+        initial_amount=money.format_amount(order.amount, cur),
+        captured_amount=money.format_amount(state.captured, cur),
+        refunded_amount=money.format_amount(state.refunded, cur),
+        paynet_processing_date=date_time_text(tx.updated_at_ms),
+        card=None if card is None else card_fields(card),
+        descriptor=req.endpoint.member(order.endpoint_id).descriptor or None,
+        card_ref_id=str(order.card_ref_id) if order.card_ref_id else None,
+        recurring_payment_id=str(order.recurring_payment_id) if order.recurring_payment_id else None,
+        email=order.email or None,
+        approval_code=tx.approval_code or None,
+        processor_rrn=tx.processor_rrn or None,
+        processor_tx_id=tx.processor_tx_id or None,
+        error_message=tx.error_message or None,
+        error_code=tx.error_code or None,
+        browser=browser,
+        destination=_destination(view),
+        by_request_sn=by_request_sn,
+    )
 
 
-async def _destination_fields(req: OperationRequest, order_id: int) -> Reply:
+def _destination(view: OrderView) -> DestinationShown | None:
     """Where a payout goes when it is no card: its kind and its number masked, and the masked name the
     sandbox's name check found for a phone payout."""
-    found = await req.services.db.read_point(lambda conn: payout_store.destination_of(conn, order_id))
-    if found is None:
-        return {}
-    fields = {"destination-type": found["kind"], "destination-account": found["masked"]}
-    if found["recipient_name"]:
-        fields["recipient-name"] = found["recipient_name"]
-    return fields
+    destination = view.destination
+    if destination is None or not rule(view.head.tx_type).reads_destination(has_card=view.card is not None):
+        return None
+    return DestinationShown(
+        destination_type=destination.kind,
+        destination_account=destination.masked,
+        recipient_name=destination.recipient_name or None,
+    )
 
 
-async def _browser_step(req: OperationRequest, tx: Record) -> Reply:
+async def _browser_step(req: OperationRequest, tx: TransactionView) -> BrowserStep | None:
     """What the customer's browser must do next: the gateway page (``html``, ``redirect-to``), and the
     raw 3-D Secure data for merchants that run the step themselves (CONTRACT §8)."""
     record, session = await req.services.db.read(
         lambda conn: (
-            authentications.of_transaction(conn, tx["id"]),
-            browser_sessions.session_of(conn, tx["id"], SessionKind.CHECKOUT),
+            authentications.of_transaction(conn, tx.id),
+            browser_sessions.session_of(conn, tx.id, SessionKind.CHECKOUT),
         )
     )
     if record is None or session is None:
-        return {}
+        return None
     base = req.base_url
     token = tokens.open_token(req.services.vault, SealedToken.of(session))
-    step: Reply = {"redirect-to": addresses.checkout(base, token)}
-    step["html"] = render_page("autopost.html", method="get", action=step["redirect-to"], fields={}).html
-    step["threeds-version"] = record["version"]
-    step["threeds-server-trans-id"] = record["server_trans_id"]
-    if record["step"] == Step.METHOD:
-        step["threeds-method-url"], step["threeds-method-data"] = method_request(base, record)
-    else:
-        acs_url, posted = acs_request(base, record, tx)
-        step["acs-url"] = acs_url
-        step.update({"pareq": posted["PaReq"], "md": posted["MD"]} if "PaReq" in posted else posted)
-    return step
-
-
-def _reported_transaction(snapshot: OrderSnapshot, serial: str | None) -> Record:
-    if serial is None:
-        return snapshot.transactions[-1]
-    for tx in snapshot.transactions:
-        if tx["serial_number"] == serial:
-            return tx
-    raise ApiError(Code.NOT_FOUND, "no transaction with that by-request-sn in this order")
-
-
-def _status_fields(req: OperationRequest, snapshot: OrderSnapshot, tx: Record, stage: Stage) -> Reply:
-    order, card = snapshot.order, snapshot.card
-    state = snapshot.state()
-    tx_type = TxType(tx["tx_type"])
-    cur = money.currency(tx["currency"])
-    reply: Reply = {
-        "serial-number": req.serial,
-        "status": status_of(stage).value,
-        "merchant-order-id": order["client_orderid"],
-        "paynet-order-id": str(order["id"]),
-        "transaction-type": reported(tx_type),
-        "order-stage": order_stage(tx_type, stage),
-        "amount": money.format_amount(tx["amount"], cur),
-        "currency": cur.code,
-        "end-point-id": str(order["endpoint_id"]),
-        "initial-amount": money.format_amount(order["amount"], cur),
-        "captured-amount": money.format_amount(state.captured, cur),
-        "refunded-amount": money.format_amount(state.refunded, cur),
-        "paynet-processing-date": date_time_text(tx["updated_at_ms"]),
-    }
-    if card is not None:
-        reply.update(card_fields(card))
-    optional = (
-        ("descriptor", req.endpoint.member(order["endpoint_id"]).descriptor),
-        ("card-ref-id", order["card_ref_id"] and str(order["card_ref_id"])),
-        ("recurring-payment-id", order["recurring_payment_id"] and str(order["recurring_payment_id"])),
-        ("email", order["email"]),
-        ("approval-code", tx["approval_code"]),
-        ("processor-rrn", tx["processor_rrn"]),
-        ("processor-tx-id", tx["processor_tx_id"]),
-        ("error-message", tx["error_message"]),
-        ("error-code", tx["error_code"]),
+    redirect_to = addresses.checkout(base, token)
+    step = BrowserStep(
+        redirect_to=redirect_to,
+        html=render_page("autopost.html", method="get", action=redirect_to, fields={}).html,
+        threeds_version=record["version"],
+        threeds_server_trans_id=record["server_trans_id"],
     )
-    for name, value in optional:
-        if value:
-            reply[name] = value
-    return reply
+    if record["step"] == Step.METHOD:
+        method_url, method_data = method_request(base, record)
+        return dataclasses.replace(step, threeds_method_url=method_url, threeds_method_data=method_data)
+    acs_url, posted = acs_request(base, record, tx.amount, tx.currency)
+    if "PaReq" in posted:
+        return dataclasses.replace(step, acs_url=acs_url, pareq=posted["PaReq"], md=posted["MD"])
+    return dataclasses.replace(step, acs_url=acs_url, creq=posted["creq"])
+
+
+def _reported_transaction(view: OrderView, serial: str | None) -> TransactionView:
+    if serial is None:
+        return view.latest
+    found = view.transaction(serial)
+    if found is None:
+        raise ApiError(Code.NOT_FOUND, "no transaction with that by-request-sn in this order")
+    return found

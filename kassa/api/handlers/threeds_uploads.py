@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from sqlalchemy import Connection
 
-from kassa.api.context import OperationRequest, Reply
+from kassa.api.answers import Accepted
+from kassa.api.context import OperationRequest
 from kassa.api.errors import field_error
 from kassa.api.handlers.common import async_reply, change_order, order_ref
 from kassa.clock import now_ms
@@ -16,7 +17,7 @@ from kassa.domain import threeds_protocol as tds
 from kassa.storage import orders as order_store
 
 
-async def upload_method_url_result(req: OperationRequest) -> Reply:
+async def upload_method_url_result(req: OperationRequest) -> Accepted:
     server_trans_id = str(req.values["threeDSServerTransID"])
     comp_ind = str(req.values["threeDSCompInd"])
 
@@ -29,11 +30,11 @@ async def upload_method_url_result(req: OperationRequest) -> Reply:
     return await _upload(req, step)
 
 
-async def upload_cres_result(req: OperationRequest) -> Reply:
+async def upload_cres_result(req: OperationRequest) -> Accepted:
     return await _upload(req, _challenge_step(_message(req, "cres").get("acsTransID")))
 
 
-async def upload_pares_result(req: OperationRequest) -> Reply:
+async def upload_pares_result(req: OperationRequest) -> Accepted:
     return await _upload(req, _challenge_step(_message(req, "pares").get("xid")))
 
 
@@ -53,7 +54,7 @@ def _challenge_step(acs_trans_id: object) -> UploadedStep:
     return step
 
 
-async def _upload(req: OperationRequest, step: UploadedStep) -> Reply:
+async def _upload(req: OperationRequest, step: UploadedStep) -> Accepted:
     ref = order_ref(req)
     endpoint_id, client = await change_order(req, lambda conn: authentication.on_order(conn, ref, step))
     req.services.wake_workers()

@@ -28,17 +28,16 @@ from kassa.core.followups import OrderRef, Plan
 from kassa.domain import cards, money
 from kassa.domain.lifecycle import Stage, Status, status_of
 from kassa.domain.operators import Action, Role
+from kassa.domain.order_view import TransactionView
 from kassa.domain.orders import OrderRuleError, OrderState, plan_capture, plan_return, plan_void
-from kassa.domain.transactions import TxType, order_stage
+from kassa.domain.transactions import TxType
 from kassa.storage import acquirer_messages, audit_log, order_search
 from kassa.storage import authentications as authentication_store
 from kassa.storage import callbacks as callback_store
 from kassa.storage import ledger as ledger_store
 from kassa.storage import orders as order_store
-from kassa.storage import payouts as payout_store
 from kassa.storage import risk as risk_store
 from kassa.storage.order_search import Found, Search
-from kassa.storage.prepared import Record
 
 CSV_CAP = 100_000  # rows of one export at most; narrow the search for more
 _CSV_CHUNK = 1_000  # orders read per database transaction while the export streams
@@ -229,39 +228,36 @@ def _allowed(state: OrderState, code: str) -> dict[str, str]:
 
 
 def _order_detail(conn: Connection, order_id: int) -> dict[str, Any] | None:
-    snapshot = order_store.order_by_id(conn, order_id)
-    if snapshot is None:
+    view = order_store.view_by_id(conn, order_id)
+    if view is None:
         return None
     full = order_search.order_row(conn, order_id)
-    assert full is not None  # the snapshot found it in this transaction
+    assert full is not None  # the view found it in this transaction
     state = order_store.order_state(conn, full)
-    txs = [_transaction(conn, tx) for tx in order_store.transactions_of(conn, order_id)]
     found = callback_store.listing(conn, order_id, None, limit=100)
     calls = [{"row": c, "attempts": callback_store.attempts_of(conn, c["id"])} for c in reversed(found)]
-    destination = payout_store.destination_of(conn, order_id)
-    card = snapshot.card
+    destination = view.destination
     return {
         "order": full,
         "merchant": order_search.merchant_login(conn, full["merchant_id"]),
-        "card": cards.mask_stored(card["bin"], card["last_four"], card["brand"]) if card else "",
-        "destination": {"kind": destination["kind"], "masked": destination["masked"]} if destination else None,
-        "transactions": txs,
+        "card": view.card.masked if view.card else "",
+        "destination": {"kind": destination.kind, "masked": destination.masked} if destination else None,
+        "transactions": [_transaction(conn, tx) for tx in view.transactions],
         "ledger": ledger_store.order_entries(conn, order_id),
         "callbacks": calls,
         "allowed": _allowed(state, full["currency"]),
-        "order_status": status_of(Stage(txs[-1]["row"]["stage"])).value if txs else "",
+        "order_status": view.status.value,
         "filtered_by": risk_store.filtered_by(conn, order_id),
     }
 
 
-def _transaction(conn: Connection, tx: Record) -> dict[str, Any]:
-    stage = Stage(tx["stage"])
+def _transaction(conn: Connection, tx: TransactionView) -> dict[str, Any]:
     return {
         "row": tx,
-        "status": status_of(stage).value,
-        "order_stage": order_stage(TxType(tx["tx_type"]), stage),
-        "three_ds": authentication_store.of_transaction(conn, tx["id"]),
-        "tries": acquirer_messages.tries_of(conn, tx["id"]),
+        "status": tx.status.value,
+        "order_stage": tx.order_stage,
+        "three_ds": authentication_store.of_transaction(conn, tx.id),
+        "tries": acquirer_messages.tries_of(conn, tx.id),
     }
 
 

@@ -11,7 +11,8 @@ from starlette.responses import Response
 from kassa.console.access import Console, Visit, page
 from kassa.domain.cards import mask_stored
 from kassa.domain.lifecycle import Stage, Status, stages_of_status, status_of
-from kassa.domain.transactions import TxType, order_stage, reported
+from kassa.domain.order_view import DestinationView, pays_to
+from kassa.domain.transactions import TxType, reported
 from kassa.storage import merchants as merchant_store
 from kassa.storage import orders as order_store
 from kassa.storage import payouts as payout_store
@@ -24,12 +25,9 @@ PAYOUT_TYPES = frozenset(t.value for t in TxType if reported(t) in {"payout", "t
 
 def _shown(row: Record) -> dict[str, Any]:
     """A payout row as the pages show it: its status, and where it goes, masked as stored."""
-    if row["masked"] is not None:
-        kind, account = row["kind"], row["masked"]
-    elif row["last_four"] is not None:
-        kind, account = "card", mask_stored(row["bin"], row["last_four"], row["brand"])
-    else:
-        kind, account = "none", "not given yet"  # a hosted form has not collected it
+    destination = DestinationView.of(row) if row["masked"] is not None else None
+    card = mask_stored(row["bin"], row["last_four"], row["brand"]) if row["last_four"] is not None else None
+    kind, account = pays_to(destination, card)
     status = status_of(Stage(row["stage"])).value
     return {
         **row,
@@ -73,21 +71,21 @@ async def payout_list(console: Console, visit: Visit) -> Response:
     return visit.page_of("payouts.html", shown, 200 if found is not None else 404)
 
 
-def _transaction(tx: Record) -> dict[str, Any]:
-    stage = Stage(tx["stage"])
-    return {**tx, "status": status_of(stage).value, "order_stage": order_stage(TxType(tx["tx_type"]), stage)}
-
-
 @page()
 async def payout_detail(console: Console, visit: Visit) -> Response:
     order_id = int(visit.request.path_params["order_id"])
 
     def query(conn: Connection) -> dict[str, Any] | None:
         row = payout_store.payout(conn, order_id, PAYOUT_TYPES)
-        if row is None:
+        view = order_store.view_by_id(conn, order_id)
+        if row is None or view is None:
             return None
-        txs = order_store.transactions_of(conn, order_id)
-        return {"payout": _shown(row), "transactions": [_transaction(t) for t in txs]}
+        kind, account = view.pays_to
+        shown = {**row, "status": view.status.value, "destination_kind": kind, "account": account}
+        return {
+            "payout": {**shown, "reported": reported(view.head.tx_type)},
+            "transactions": view.transactions,
+        }
 
     shown = await console.read(query)
     if shown is None:

@@ -9,15 +9,14 @@ from sqlalchemy import Connection
 
 from kassa.clock import now_ms
 from kassa.core import settlement
-from kassa.domain import cards, money
+from kassa.domain import money
 from kassa.domain.lifecycle import Stage, Status, status_of
-from kassa.domain.transactions import TxType, order_stage
+from kassa.domain.order_view import OrderView, TransactionView
 from kassa.ops.cli.common import emit, json_option, read, write
 from kassa.storage import authentications as authentication_store
 from kassa.storage import ledger as ledger_store
 from kassa.storage import merchants as merchant_store
 from kassa.storage import orders as order_store
-from kassa.storage import payouts as payout_store
 from kassa.storage import risk as risk_store
 
 
@@ -36,37 +35,34 @@ def _amount_text(minor: int, currency: str) -> str:
 def order_show(order_id: int, as_json: bool) -> None:
     """One order with every transaction (card data masked)."""
 
-    def query(conn: Connection) -> tuple[order_store.OrderSnapshot | None, dict[int, Any], Any, int | None]:
-        snapshot = order_store.order_by_id(conn, order_id)
-        if snapshot is None:
-            return None, {}, None, None
-        authentications = {
-            tx["id"]: authentication_store.of_transaction(conn, tx["id"]) for tx in snapshot.transactions
-        }
-        filtered_by = risk_store.filtered_by(conn, order_id)
-        return snapshot, authentications, payout_store.destination_of(conn, order_id), filtered_by
+    def query(conn: Connection) -> tuple[OrderView | None, dict[int, Any], int | None]:
+        view = order_store.view_by_id(conn, order_id)
+        if view is None:
+            return None, {}, None
+        authentications = {tx.id: authentication_store.of_transaction(conn, tx.id) for tx in view.transactions}
+        return view, authentications, risk_store.filtered_by(conn, order_id)
 
-    snapshot, authentications, destination, filtered_by = read(query)
-    if snapshot is None:
+    view, authentications, filtered_by = read(query)
+    if view is None:
         raise click.ClickException(f"no order {order_id}")
-    o, card = snapshot.order, snapshot.card
-    data = {
-        "id": o["id"],
-        "client_orderid": o["client_orderid"],
-        "endpoint_id": o["endpoint_id"],
-        "amount": _amount_text(o["amount"], o["currency"]),
-        "currency": o["currency"],
-        "card": cards.mask_stored(card["bin"], card["last_four"], card["brand"]) if card else None,
-        "destination": {"type": destination["kind"], "account": destination["masked"]} if destination else None,
-        "transactions": [_transaction_dict(tx, authentications.get(tx["id"])) for tx in snapshot.transactions],
+    o, card, destination = view.head, view.card, view.destination
+    transactions = [_transaction_dict(tx, authentications.get(tx.id)) for tx in view.transactions]
+    data: dict[str, Any] = {
+        "id": o.id,
+        "client_orderid": o.client_orderid,
+        "endpoint_id": o.endpoint_id,
+        "amount": _amount_text(o.amount, o.currency),
+        "currency": o.currency,
+        "card": card.masked if card else None,
+        "destination": {"type": destination.kind, "account": destination.masked} if destination else None,
+        "transactions": transactions,
         "filtered_by_rule": filtered_by,
     }
-    lines = [f"order {o['id']} ({o['client_orderid']}) {data['amount']} {o['currency']} card {data['card']}"]
+    lines = [f"order {o.id} ({o.client_orderid}) {data['amount']} {o.currency} card {data['card']}"]
     if filtered_by is not None:
         lines.append(f"  filtered by risk rule {filtered_by} (kassa rule show {filtered_by})")
     lines += [
-        f"  {t['serial_number']}  {t['order_stage']:<24} {t['amount']} {t['error_code'] or ''}"
-        for t in data["transactions"]
+        f"  {t['serial_number']}  {t['order_stage']:<24} {t['amount']} {t['error_code'] or ''}" for t in transactions
     ]
     emit(as_json, data, lines)
 
@@ -77,20 +73,19 @@ _THREE_DS_FIELDS = (
 )  # fmt: skip
 
 
-def _transaction_dict(tx: Any, authentication: Any = None) -> dict[str, Any]:
+def _transaction_dict(tx: TransactionView, authentication: Any = None) -> dict[str, Any]:
     """A transaction for operators; with the EMV 3-D Secure data of its authentication, if any."""
-    stage = Stage(tx["stage"])
     three_ds = {name: authentication[name] for name in _THREE_DS_FIELDS} if authentication else None
     return {
         "three_ds": three_ds,
-        "serial_number": tx["serial_number"],
-        "type": tx["tx_type"],
-        "status": status_of(stage).value,
-        "order_stage": order_stage(TxType(tx["tx_type"]), stage),
-        "amount": _amount_text(tx["amount"], tx["currency"]),
-        "error_code": tx["error_code"],
-        "error_message": tx["error_message"],
-        "approval_code": tx["approval_code"],
+        "serial_number": tx.serial_number,
+        "type": tx.tx_type.value,
+        "status": tx.status.value,
+        "order_stage": tx.order_stage,
+        "amount": _amount_text(tx.amount, tx.currency),
+        "error_code": tx.error_code,
+        "error_message": tx.error_message,
+        "approval_code": tx.approval_code,
     }
 
 
