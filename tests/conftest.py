@@ -73,10 +73,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def answers_match_the_openapi_document() -> Iterator[None]:
-    """Every answer the merchant helpers received in this process is checked against the OpenAPI
-    document once the session ends (``tests.support.answers``): a field it does not name, one missing that
-    it requires, or a value not of its kind fails the run."""
-    yield
+    """Every answer an httpx client of this process received is checked against the OpenAPI document once
+    the session ends (``tests.support.answers``): a field it does not name, one missing that it requires,
+    or a value not of its kind fails the run."""
+    with answers.recording_every_answer():
+        yield
     wrong = answers.problems()
     assert not wrong, "answers that do not match the OpenAPI document:\n" + "\n".join(wrong)
 

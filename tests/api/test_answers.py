@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import uuid
 
+import httpx
 import pytest
 
 from kassa.api import answers
 from kassa.api.answers import Accepted, CardShown, FormAccepted, OrderStatus
 from kassa.api.openapi import document
 from kassa.api.operations import OPERATIONS, STATUS
-from tests.support.answers import Received, problems
+from tests.support.answers import Received, problems, recorded
+from tests.support.gateway import JSON_ACCEPT, Gateway
 
 SERIAL = str(uuid.uuid4())
 
@@ -113,3 +115,11 @@ def test_a_classic_answer_is_checked_as_the_json_answer_it_stands_for() -> None:
     assert problem.startswith("/api/v2/sale (classic, as HTTP 200, type async-response)")
     refusal = {"type": "validation-error", "serial-number": SERIAL, "error-message": "x", "error-code": "1"}
     assert problems([Received("/api/v2/sale", 400, refusal, classic=True)]) == []
+
+
+def test_an_answer_a_test_gets_with_its_own_httpx_post_is_checked_too(shared_gateway: Gateway) -> None:
+    before = len(recorded())
+    httpx.post(f"{shared_gateway.base}/api/v2/status/1", data={"login": "nobody"}, headers=JSON_ACCEPT, timeout=30)
+    httpx.get(f"{shared_gateway.base}/api/v2/status/1", timeout=30)  # no operation's answer: not kept
+    [kept] = recorded()[before:]
+    assert (kept.path, kept.body["type"]) == ("/api/v2/status", "validation-error")

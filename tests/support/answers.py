@@ -7,6 +7,8 @@ refusal as the refusal's schema (classic refusals are HTTP 200), the row's numbe
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -39,8 +41,15 @@ class Received:
 _received: list[Received] = []
 
 
+def recorded() -> list[Received]:
+    """The answers kept so far in this process, oldest first."""
+    return list(_received)
+
+
 def record(response: httpx.Response) -> httpx.Response:
     """Keeps ``response`` when it is an answer of an operation."""
+    if response.request.method != "POST":  # another method on an operation's path is no operation's answer
+        return response
     found = _OPERATION_PATH.search(response.request.url.path)
     media_type = response.headers.get("content-type", "").split(";")[0].strip()
     if found is None or found.group(1) not in _PATHS:
@@ -53,6 +62,28 @@ def record(response: httpx.Response) -> httpx.Response:
         status = _CLASSIC_REFUSALS.get(str(fields.get("type")), 200) if response.status_code == 200 else 401
         _received.append(Received(path, status, fields, classic=True))
     return response
+
+
+@contextmanager
+def recording_every_answer() -> Iterator[None]:
+    """Every answer an httpx client of this process receives, whatever sent the request (the merchant
+    helpers, or a test's own ``httpx.post``), is recorded while this lasts: the requests still go to the
+    real gateway; only what comes back is kept as well. Streamed answers are left out (not read here)."""
+    sync_send, async_send = httpx.Client.send, httpx.AsyncClient.send
+
+    def send(client: httpx.Client, request: httpx.Request, **options: Any) -> httpx.Response:
+        response = sync_send(client, request, **options)
+        return response if options.get("stream") else record(response)
+
+    async def send_async(client: httpx.AsyncClient, request: httpx.Request, **options: Any) -> httpx.Response:
+        response = await async_send(client, request, **options)
+        return response if options.get("stream") else record(response)
+
+    httpx.Client.send, httpx.AsyncClient.send = send, send_async  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        httpx.Client.send, httpx.AsyncClient.send = sync_send, async_send  # type: ignore[method-assign]
 
 
 def _classic(body: bytes, numbers: frozenset[str]) -> dict[str, Any]:
@@ -82,10 +113,6 @@ def problems(received: list[Received] | None = None) -> list[str]:
             kind = f"{form} {answer.status}, type {answer.body.get('type')}"
             found.append(f"{answer.path} ({kind}): {where}: {error.message}")
     return sorted(set(found))
-
-
-def clear() -> None:
-    _received.clear()
 
 
 @cache
