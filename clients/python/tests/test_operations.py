@@ -180,7 +180,8 @@ def test_bank_wire_transfer(client: Kassa, kassa_sandbox: Sandbox) -> None:
         recipient_bank_bic="DEUTDEFF",
     )  # fmt: skip
     final = client.wait_for_final(wire.orderid)
-    assert (final.status, final.transaction_type) == ("approved", "payout")
+    assert (final.status, final.transaction_type, final.destination_type) == ("approved", "payout", "bank")
+    assert final.destination_account.endswith("3000") and "0532013" not in final.destination_account
 
 
 def test_payout_to_a_card_signed_with_hmac_sha1(client: Kassa, kassa_sandbox: Sandbox) -> None:

@@ -115,6 +115,15 @@ def test_hmac_sha1_signature_is_keyed_with_the_control_key_and_an_ampersand() ->
     assert oauth("HMAC-SHA1")["oauth_signature"] == expected
 
 
+def test_hmac_sha1_keys_with_the_control_key_as_written_even_with_reserved_characters() -> None:
+    key = "k+y/with=reserved&chars"
+    signed = Signer(LOGIN, key, PRIVATE).oauth_params(
+        "HMAC-SHA1", "HTTP://Gate.Example:80/paynet/api/v2/payout/7", BODY, timestamp=1700000000, nonce="abc123"
+    )
+    expected = base64.b64encode(hmac.digest((key + "&").encode(), BASE.encode(), "sha1")).decode()
+    assert signed["oauth_signature"] == expected
+
+
 def test_rsa_sha256_signature_verifies_with_the_public_key_over_the_same_base_string() -> None:
     signature = base64.b64decode(oauth("RSA-SHA256")["oauth_signature"])
     rsa_base = BASE.replace("HMAC-SHA1", "RSA-SHA256")

@@ -77,6 +77,9 @@ class Status(Answer):
     paynet_processing_date: str = ""
     error_message: str = ""
     error_code: str = ""
+    destination_type: str = ""  # a payout that goes to no card: its kind, its number masked, the payee's name
+    destination_account: str = ""
+    recipient_name: str = ""
     html: str = ""
     redirect_to: str = ""
     threeds_version: str = ""

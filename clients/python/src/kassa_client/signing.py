@@ -98,7 +98,7 @@ class Signer:
         if method == "HMAC-SHA1":
             if self.control_key is None:
                 raise ValueError("HMAC-SHA1 needs the control key")
-            key = (percent_encode(self.control_key) + "&").encode()
+            key = (self.control_key + "&").encode()  # CONTRACT §4: the control key as written, then "&"
             return base64.b64encode(hmac.digest(key, base.encode(), "sha1")).decode()
         if self.private_key is None:
             raise ValueError("RSA-SHA256 operations (v4) need the merchant's private key")

@@ -132,6 +132,7 @@ class SandboxGateway:
             KASSA_ENDPOINT_CACHE_SECONDS="0",
             KASSA_ADDRESS_RATE="0",  # every test speaks from 127.0.0.1
             KASSA_OVERLOAD_JOB_AGE="0",  # a moved clock makes jobs look late: no load shedding
+            KASSA_OVERLOAD_CALLBACK_AGE="0",  # and callbacks too
             KASSA_SETTLEMENT_CUTOFF=SETTLEMENT_CUTOFF,
         )
 
