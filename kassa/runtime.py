@@ -175,7 +175,8 @@ def build_services(settings: Settings, worker_count: int) -> Services:
     directory = EndpointDirectory(db, vault, settings.endpoint_cache_seconds, live=not settings.test_clock)
     risk.cache_for(settings.endpoint_cache_seconds)  # risk rules are read as endpoints are
     limits = Limits.from_settings(settings)
-    shedder = LoadShedder(db, settings.overload_job_age, settings.overload_callback_age, settings.callback_per_host)
+    delivery = DeliveryLimits(settings.callback_per_host, settings.callback_per_merchant)
+    shedder = LoadShedder(db, settings.overload_job_age, settings.overload_callback_age, delivery)
     if not worker_count:  # an API-only process: jobs, callbacks and scheduled work run elsewhere
         return Services(settings, db, vault, directory, KeyRing(db), NonceBook(db), shedder, issuer, limits=limits)
     dispatcher = CallbackDispatcher(db, vault, _callback_config(settings))

@@ -8,7 +8,8 @@ every process and machine sharing the database. Second, how long the oldest due 
 that the dispatcher could send now has waited (``oldest_waiting_callback_age_ms``): with the workers keeping
 up, a gateway short of CPU falls behind on its callbacks instead, and an accepted sale's callback came late
 by seconds while no job waited. A destination that is down, or at its limit in flight, holds its callbacks
-back by design, so its backlog is not counted: one merchant's dead receiver never sheds every merchant.
+back by design, and so does a merchant at its limit in flight: their backlogs are not counted, so one merchant's
+dead or slow receivers never shed every merchant.
 Each server process reads both every quarter second, in one read, on its own task (a request reads one
 attribute), and the API refuses the operations that open an order while ``shedding`` (``api.pipeline``; the
 operation table's ``opens_order``).
@@ -35,6 +36,7 @@ from sqlalchemy import Connection
 from kassa import metrics
 from kassa.clock import now_ms
 from kassa.storage import queue_figures
+from kassa.storage.callbacks import DeliveryLimits
 from kassa.storage.database import Database
 
 log = logging.getLogger("kassa.overload")
@@ -54,11 +56,11 @@ class _Episode:
 class LoadShedder:
     """Whether this process refuses new work now (``shedding``), from samples of the signals."""
 
-    def __init__(self, db: Database, job_seconds: float, callback_seconds: float, per_destination: int) -> None:
+    def __init__(self, db: Database, job_seconds: float, callback_seconds: float, limits: DeliveryLimits) -> None:
         self._db = db
         self._job_limit_ms = round(job_seconds * 1000)  # 0: not read
         self._callback_limit_ms = round(callback_seconds * 1000)
-        self._per_destination = per_destination
+        self._limits = limits  # the callbacks' limits in flight: what they hold back is not lag
         # About as long as a waiting line of one threshold takes to drain.
         self.retry_after = str(max(1, math.ceil(max(job_seconds, callback_seconds))))
         self.shedding = False
@@ -90,7 +92,7 @@ class LoadShedder:
         job = queue_figures.oldest_waiting_job_age_ms(conn, now) if self._job_limit_ms else 0
         if not self._callback_limit_ms:
             return job, 0
-        return job, queue_figures.oldest_waiting_callback_age_ms(conn, now, self._per_destination)
+        return job, queue_figures.oldest_waiting_callback_age_ms(conn, now, self._limits)
 
     def observe(self, job_age_ms: int, callback_age_ms: int, now: int) -> None:
         """Takes a sample: how long the oldest waiting job and callback have waited."""

@@ -410,6 +410,7 @@ _NEXT_DUE = Prepared(
 _SIGNAL_PAGE = 32
 _FIRST_HEADS = Prepared(
     select(
+        callback_destinations.c.destination,
         callback_destinations.c.first_at_ms.label("at"),
         callback_destinations.c.failures,
         _in_flight("destination", callback_destinations.c.destination).label("flying"),
@@ -418,16 +419,32 @@ _FIRST_HEADS = Prepared(
     .order_by(callback_destinations.c.first_at_ms)
     .limit(_SIGNAL_PAGE)
 )
+# The merchant of a destination's next first attempt, by ``ix_callbacks_queue``.
+_HEAD_MERCHANT = Prepared(
+    select(callbacks.c.merchant_id)
+    .where(
+        callbacks.c.destination == bindparam("destination"),
+        callbacks.c.lane == literal(FIRST),
+        callbacks.c.next_attempt_at_ms <= bindparam("now_ms"),
+    )
+    .order_by(callbacks.c.next_attempt_at_ms, callbacks.c.id)
+    .limit(1)
+)
 
 
-def oldest_deliverable(conn: Connection, now_ms: int, per_destination: int) -> int | None:
+def oldest_deliverable(conn: Connection, now_ms: int, limits: DeliveryLimits) -> int | None:
     """When the longest due first attempt that the dispatcher could send now was due: at a destination with
-    room (fewer than ``per_destination`` in flight; one that is down has its head at its next probe, and
-    room for that probe alone); None when none waits. A dead receiver's backlog waits for its probe and a
-    slow one's for its own room, so neither counts: only the dispatcher's own lag does. Reads the
-    ``_SIGNAL_PAGE`` longest due heads at most: past that many destinations at their limit, None."""
+    room (fewer than its limit in flight; one that is down has its head at its next probe, and room for that
+    probe alone), of a merchant with room (``limits.per_merchant``); None when none waits. A dead receiver's
+    backlog waits for its probe, and a slow one's for its own room or its merchant's, so none of them
+    counts: only the dispatcher's own lag does. Reads the ``_SIGNAL_PAGE`` longest due heads at most: past
+    that many held back by their limits, None."""
     for head in _FIRST_HEADS.all(conn, {"now_ms": now_ms}):
-        if head["flying"] < (1 if head["failures"] else per_destination):
+        if head["flying"] >= (1 if head["failures"] else limits.per_destination):
+            continue
+        merchant_id = _HEAD_MERCHANT.scalar(conn, {"destination": head["destination"], "now_ms": now_ms})
+        flying = _MERCHANT_IN_FLIGHT.scalar(conn, {"merchant_id": merchant_id, "now_ms": now_ms})
+        if merchant_id is not None and int(flying) < limits.per_merchant:
             return int(head["at"])
     return None
 

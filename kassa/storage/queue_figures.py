@@ -13,6 +13,7 @@ from sqlalchemy import Connection, bindparam, func, literal, select
 
 from kassa.storage import acquirer_messages
 from kassa.storage import callbacks as callback_queue
+from kassa.storage.callbacks import DeliveryLimits
 from kassa.storage.jobs import JobKind
 from kassa.storage.tables import callback_destinations, callbacks, jobs
 
@@ -81,7 +82,7 @@ def oldest_waiting_job_age_ms(conn: Connection, now_ms: int) -> int:
     return _age(conn.execute(_OLDEST_WAITING, {"now_ms": now_ms}).scalar(), now_ms)
 
 
-def oldest_waiting_callback_age_ms(conn: Connection, now_ms: int, per_destination: int) -> int:
+def oldest_waiting_callback_age_ms(conn: Connection, now_ms: int, limits: DeliveryLimits) -> int:
     """How long the oldest due first attempt of a callback that could go out now has waited
     (``storage.callbacks.oldest_deliverable``); 0 when none waits."""
-    return _age(callback_queue.oldest_deliverable(conn, now_ms, per_destination), now_ms)
+    return _age(callback_queue.oldest_deliverable(conn, now_ms, limits), now_ms)

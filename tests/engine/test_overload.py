@@ -5,13 +5,14 @@ tests/api/test_overload.py; reading the signals, in tests/storage."""
 from __future__ import annotations
 
 from kassa.engine.overload import LoadShedder
+from kassa.storage.callbacks import DeliveryLimits
 from kassa.storage.database import Database
 
 NOW = 1_000_000
 
 
 def _shedder(db: Database, *, job_seconds: float = 1, callback_seconds: float = 1) -> LoadShedder:
-    return LoadShedder(db, job_seconds, callback_seconds, per_destination=16)
+    return LoadShedder(db, job_seconds, callback_seconds, DeliveryLimits(per_destination=16, per_merchant=32))
 
 
 def _after(shedder: LoadShedder, *samples: tuple[int, int]) -> bool:

@@ -290,8 +290,9 @@ def _attempts_logged(db: Database) -> int:
     return int(db.read_sync(lambda conn: conn.execute(query).scalar_one()))
 
 
-def _callback_wait(db: Database, now: int, per_destination: int = 2) -> int:
-    return db.read_sync(lambda conn: queue_figures.oldest_waiting_callback_age_ms(conn, now, per_destination))
+def _callback_wait(db: Database, now: int, per_destination: int = 2, per_merchant: int = 1000) -> int:
+    limits = DeliveryLimits(per_destination, per_merchant)
+    return db.read_sync(lambda conn: queue_figures.oldest_waiting_callback_age_ms(conn, now, limits))
 
 
 def test_the_overload_signal_counts_a_first_attempt_waiting_at_a_destination_with_room(db: Database) -> None:
@@ -309,3 +310,13 @@ def test_the_overload_signal_leaves_out_a_destination_at_its_limit_and_one_that_
     # Both hold callbacks back by design: the dispatcher is not behind, whatever their backlogs.
     assert _callback_wait(db, NOW + 3_000) == 0
     assert _callback_wait(db, NOW + 3_000, per_destination=3) == 3_000  # with room, slow.example's would count
+
+
+def test_the_overload_signal_leaves_out_a_merchant_at_its_limit(db: Database) -> None:
+    limits = DeliveryLimits(per_destination=2, per_merchant=2)
+    _queued(db, ["http://slow.example/cb"] * 2)
+    assert _claim(db, "callbacks-a", limits) == ["http://slow.example/cb"] * 2  # the merchant's limit
+    _queued(db, ["http://other.example/cb"])
+    assert _claim(db, "callbacks-b", limits) == []  # other.example has room, its merchant none
+    assert _callback_wait(db, NOW + 3_000, per_merchant=2) == 0
+    assert _callback_wait(db, NOW + 3_000, per_merchant=3) == 3_000
