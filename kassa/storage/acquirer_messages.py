@@ -140,6 +140,29 @@ def move(
     _MOVE.execute(conn, {**values, "repeated": repeated})
 
 
+_ANSWERED = Prepared(
+    update(acquirer_messages)
+    .where(acquirer_messages.c.id == bindparam("message_id"), acquirer_messages.c.state == State.SENT.value)
+    .values(
+        state=State.ANSWERED.value,
+        response_code=bindparam("response_code"),
+        approval_code=bindparam("approval_code"),
+        updated_at_ms=bindparam("now_ms"),
+    )
+)
+
+
+def answered(
+    conn: Connection, message_id: int, now_ms: int, *, response_code: str | None, approval_code: str | None
+) -> bool:
+    """Records the answer to a message still ``sent``; False, writing nothing, when it is not. A worker whose
+    lease ran out while it waited may get its answer after another took the job over and, finding the message
+    unanswered, sent its reversal: that late answer must not mark the message answered, or the reversal
+    would stop being repeated and the sale be recorded approved."""
+    values = {"message_id": message_id, "response_code": response_code, "approval_code": approval_code}
+    return bool(_ANSWERED.execute(conn, {**values, "now_ms": now_ms}).rowcount)
+
+
 def pending(conn: Connection) -> dict[str, int]:
     """By connection name, the messages whose reversal or repetition is not answered yet, for operators;
     along ``ix_acquirer_messages_state``."""

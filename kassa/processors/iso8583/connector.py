@@ -360,7 +360,7 @@ class IsoProcessor:
         code, approval_code, moment = answer.get("39"), answer.get("38"), now_ms()
 
         def record(conn: DbConnection) -> None:
-            store.move(conn, message_id, State.ANSWERED, moment, response_code=code, approval_code=approval_code)
+            store.answered(conn, message_id, moment, response_code=code, approval_code=approval_code)
             crashpoints.reached(crashpoints.ACQUIRER_ANSWER_UNCOMMITTED)
 
         return self._as_answered({**answer, "37": answer.get("37", store.rrn_of(message_id))}, record)
