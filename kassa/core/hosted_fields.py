@@ -49,9 +49,9 @@ def tokenize(conn: Connection, ticket_digest: str, endpoint_id: int, card: Token
 
 
 def token_problem(row: Record | None, addressed: Collection[int], now_ms: int) -> str | None:
-    """Why the token's ``row`` cannot pay a sale addressed to one of ``addressed`` (the endpoint or group as
-    addressed, and its members), if it cannot: the SDK was initialised with the ticket's endpoint, so a token
-    pays there alone, never at another endpoint of the same merchant. The refusal does not say which."""
+    """Why the token's ``row`` cannot pay a sale at one of ``addressed`` (the endpoint or group as addressed,
+    and the endpoint the sale opens at), if it cannot: the SDK was initialised with the ticket's endpoint, so
+    a token pays there alone, never at another endpoint of the same merchant. The refusal does not say which."""
     if row is None or row["endpoint_id"] not in addressed or row["expires_at_ms"] < now_ms:
         return "is unknown or has expired (a token lives as long as its ticket, 15 minutes)"
     return None

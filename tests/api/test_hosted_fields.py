@@ -23,7 +23,7 @@ from tests.support.hosted_fields import (
     v4_merchant,
     v4_post,
 )
-from tests.support.oauth import key_pair
+from tests.support.oauth import key_pair, signed_post
 
 
 @pytest.fixture
@@ -134,6 +134,18 @@ def test_a_token_pays_only_at_the_endpoint_its_ticket_was_made_for(shop: Merchan
     answer = sale(elsewhere, token_for(shop))
     assert (answer.status_code, answer.json()["error-code"]) == (400, 1)
     assert "unknown or has expired" in answer.json()["error-message"]
+
+
+def test_a_token_pays_through_a_group_only_at_the_member_its_ticket_was_made_for(shop: Merchant) -> None:
+    """A group holding the ticket's endpoint opens a sale in another currency at another member: refused."""
+    eur = shop.gateway.cli("endpoint", "create", "--merchant", shop.login, "--currency", "EUR")
+    members = f"{shop.endpoint_id},{eur['id']}"
+    group = shop.gateway.cli("group", "create", "--merchant", shop.login, "--endpoints", members)
+    url = f"{shop.gateway.base}/api/v4/sale/group/{group['id']}"
+    for currency, refused in (("EUR", True), ("USD", False)):
+        fields = [(k, currency if k == "currency" else v) for k, v in sale_fields(token_for(shop))]
+        answer = signed_post(url, fields, login=shop.login, private_key_pem=key_pair()[0], headers={})
+        assert (answer.status_code == 400, currency) == (refused, currency), answer.text
 
 
 def test_a_ticket_tokenizes_once(shop: Merchant) -> None:

@@ -48,7 +48,7 @@ async def sale(req: OperationRequest) -> Accepted:
     endpoint = serving_within_limits(req, cur)
     digest = tokens.digest(token)
     row = await req.services.db.read_point(lambda conn: store.by_token(conn, digest))
-    addressed = {req.endpoint.id, *req.endpoint.member_ids()}
+    addressed = {req.endpoint.id, endpoint.id}  # as addressed, and the member the sale opens at
     if problem := core.token_problem(row, addressed, now_ms()):
         raise field_error(TOKEN_FIELD, problem)
     assert row is not None
