@@ -16,8 +16,8 @@ import signal
 RECURRING_CHARGE_OPENED = "RECURRING_CHARGE_OPENED"
 # create-recurring-payment has written its payment, after its OAuth nonce, in one transaction not yet committed.
 RECURRING_PAYMENT_WRITTEN = "RECURRING_PAYMENT_WRITTEN"
-# An acquirer's answer to a payment is written to its message's row, in the transaction that records the
-# transaction's outcome, not yet committed.
+# An acquirer's answer to a payment is written to its message's row, not yet committed: in the transaction
+# that records the transaction's outcome, or in the route's own write of a try cascaded on before the next.
 ACQUIRER_ANSWER_UNCOMMITTED = "ACQUIRER_ANSWER_UNCOMMITTED"
 POINTS = (RECURRING_CHARGE_OPENED, RECURRING_PAYMENT_WRITTEN, ACQUIRER_ANSWER_UNCOMMITTED)
 

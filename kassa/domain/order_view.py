@@ -149,10 +149,6 @@ class OrderView(NamedTuple):
         )
 
     @property
-    def id(self) -> int:
-        return self.head.id
-
-    @property
     def latest(self) -> TransactionView:
         return self.transactions[-1]
 
@@ -174,14 +170,6 @@ class OrderView(NamedTuple):
             TxRecord(tx.tx_type, tx.stage, tx.amount, tx.settled_at_ms is not None) for tx in self.transactions
         )
         return OrderState(self.head.tx_type, self.head.amount, multi_capture, records)
-
-    @property
-    def captured(self) -> int:
-        return self.state().captured
-
-    @property
-    def refunded(self) -> int:
-        return self.state().refunded
 
 
 def pays_to(destination: DestinationView | None, masked_card: str | None) -> tuple[str, str]:

@@ -343,10 +343,6 @@ class OrderSnapshot:
     card: Record | None
     destination: Record | None = None  # ``storage.payouts``: where a payout goes when to no card
 
-    def state(self) -> OrderState:
-        """The order as the order rules see it (multi-capture does not matter for reading amounts)."""
-        return _state(self.order, self.transactions, multi_capture=False)
-
     def view(self) -> OrderView:
         return OrderView.of(self.order, self.transactions, self.card, self.destination)
 

@@ -42,7 +42,7 @@ def test_captured_and_refunded_amounts_are_in_minor_units() -> None:
         tx("bb", "capture", "approved", 6_000),
         tx("ccc", "reversal", "approved", 1_000),
     )
-    assert (order.captured, order.refunded) == (6_000, 1_000)
+    assert (order.state().captured, order.state().refunded) == (6_000, 1_000)
 
 
 def test_a_card_shows_bin_and_last_four_only() -> None:
