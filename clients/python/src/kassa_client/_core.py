@@ -160,7 +160,8 @@ def refusal(values: Mapping[str, str], response: httpx.Response) -> KassaError:
     code = values.get("error-code", "")
     message = values.get("error-message", "")
     kind = BY_CODE.get(code, KassaError)
-    field = values.get("error-field") or (message.split(" ", 1)[0] if kind is ValidationError and message else None)
+    # CONTRACT §12: a field's refusal (code 1) names the field first in its message.
+    field = message.split(" ", 1)[0] if kind is ValidationError and message else None
     retry_after = response.headers.get("retry-after")
     return kind(
         message,
