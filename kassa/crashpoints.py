@@ -19,7 +19,9 @@ RECURRING_PAYMENT_WRITTEN = "RECURRING_PAYMENT_WRITTEN"
 # An acquirer's answer to a payment is written to its message's row, not yet committed: in the transaction
 # that records the transaction's outcome, or in the route's own write of a try cascaded on before the next.
 ACQUIRER_ANSWER_UNCOMMITTED = "ACQUIRER_ANSWER_UNCOMMITTED"
-POINTS = (RECURRING_CHARGE_OPENED, RECURRING_PAYMENT_WRITTEN, ACQUIRER_ANSWER_UNCOMMITTED)
+# A route has committed the answer of a try it cascades on, and not yet sent the next try.
+TRY_CASCADED_ON = "TRY_CASCADED_ON"
+POINTS = (RECURRING_CHARGE_OPENED, RECURRING_PAYMENT_WRITTEN, ACQUIRER_ANSWER_UNCOMMITTED, TRY_CASCADED_ON)
 
 _armed: str | None = None
 

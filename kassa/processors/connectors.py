@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection as DbConnection
 
+from kassa import crashpoints
 from kassa.domain.acquirers import Connection, Kind
 from kassa.domain.action_codes import ActionCode
 from kassa.domain.cards import brand_of
@@ -119,21 +120,21 @@ class Route:
         outstanding = next((m for m in reversed(sent) if m["state"] in messages.PENDING), None)
         if outstanding is not None:
             return await (await self._connectors.by_id(outstanding["connection_id"])).process(request)
+        ended: Outcome | None = None
         if sent and sent[-1]["state"] != messages.State.UNSENT:
             # The last try ended (answered, reversed) but the job stopped before its outcome was recorded: that
-            # outcome stands, unless it is one to cascade on. Never sent again as new, never to another
-            # acquirer after an approval.
+            # outcome stands, unless it is one to cascade on and a connection is left to try. Never sent again
+            # as new, never to another acquirer after an approval.
             ended = await (await self._connectors.by_id(sent[-1]["connection_id"])).reconcile(request)
             if not self._cascades(ended):
                 return ended
-            await self._recorded(ended)
         payment = payment_of(request)
         matching = [t for t in self._tries if t.conditions.match(payment)]
         if not matching:
-            return UNMATCHED_OUTCOME
+            return UNMATCHED_OUTCOME if ended is None else ended
         tried = {m["connection_id"] for m in sent}
         left = [t.connector for t in matching if t.connection_id is None or t.connection_id not in tried]
-        outcome = UNROUTED_OUTCOME
+        outcome = UNROUTED_OUTCOME if ended is None else ended  # recorded by the loop before the next try
         for connector in left[: max(0, MAX_TRIES - len(tried))]:
             await self._recorded(outcome)  # the try before, cascaded on
             # Nothing is outstanding (read above): an ISO 8583 connector need not read the messages again.
@@ -152,6 +153,7 @@ class Route:
         the try ended, not outstanding (its outcome, cascaded on, is not the transaction's to record)."""
         if outcome.unrecorded is not None:
             await self._db.write(outcome.unrecorded)
+            crashpoints.reached(crashpoints.TRY_CASCADED_ON)
 
     async def reconcile(self, request: Request) -> Outcome:
         return await (await self._answering(request.serial)).reconcile(request)

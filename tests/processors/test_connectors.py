@@ -216,6 +216,23 @@ def test_an_approval_the_gateway_died_before_recording_is_reversed_and_never_sen
         assert not _payments(second)  # nor sent to another acquirer
 
 
+def test_a_try_cascaded_on_before_the_gateway_died_is_the_outcome_when_no_connection_is_left_to_try(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    doomed = gateway_factory(KASSA_TEST_CLOCK="1", KASSA_TEST_CRASH_POINT=crashpoints.TRY_CASCADED_ON)
+    merchant = new_merchant(doomed, f"m-{uuid.uuid4().hex[:10]}")
+    with host_on_a_thread(answer_with="05") as refusing, host_on_a_thread() as second:
+        first = _connection(merchant, refusing)
+        _route(merchant, first, _connection(merchant, second))
+        order = merchant.sale(f"route-{next(_names)}").json()["paynet-order-id"]
+        assert doomed.process is not None and doomed.process.wait(30) == -9  # its 05 recorded, cascaded on
+        _route(merchant, first)  # meanwhile the second connection no longer serves the endpoint
+        restarted_past_the_lease(gateway_factory, merchant)
+        ended = merchant.wait_final(order)
+        assert (ended["status"], "No acquirer connection" in ended.get("error-message", "")) == ("declined", False)
+        assert [m["t"] for m in _payments(refusing)] == ["0200"] and not _payments(second)
+
+
 def _answer_of(host: AcquirerHost, message: dict[str, str]) -> str:
     """The approval code the host gave ``message``."""
     [answer] = [a for a in host.answered if a.get("37") == message["37"] and a["t"] != "0810"]
