@@ -336,17 +336,6 @@ def find_started(conn: Connection, endpoint_id: int, client_orderid: str) -> Sta
     return Started(row.id, row.endpoint_id, row.serial_number, row.request_fingerprint, False, row.tx_id, token)
 
 
-@dataclass(frozen=True, slots=True)
-class OrderSnapshot:
-    order: Record
-    transactions: Sequence[Record]  # oldest first
-    card: Record | None
-    destination: Record | None = None  # ``storage.payouts``: where a payout goes when to no card
-
-    def view(self) -> OrderView:
-        return OrderView.of(self.order, self.transactions, self.card, self.destination)
-
-
 def _state(order: Record, txs: Sequence[Record], *, multi_capture: bool) -> OrderState:
     records = tuple(
         TxRecord(TxType(tx["tx_type"]), Stage(tx["stage"]), tx["amount"], tx["settled_at_ms"] is not None) for tx in txs
@@ -401,41 +390,30 @@ _SNAPSHOT_BY_CLIENT_ORDERID = _snapshot_query(
 )
 
 
-def find_order(
-    conn: Connection,
-    endpoint_ids: Sequence[int],
-    order_id: int | None,
-    client_orderid: str | None,
-) -> OrderSnapshot | None:
-    """The order named by id or by ``client_orderid`` (or both, which must agree), when it was made on
-    one of ``endpoint_ids``."""
+def find_view(
+    conn: Connection, endpoint_ids: Sequence[int], order_id: int | None, client_orderid: str | None
+) -> OrderView | None:
+    """The read model of the order named by id or by ``client_orderid`` (or both, which must agree), when it
+    was made on one of ``endpoint_ids``."""
     if order_id is not None:
-        found = _snapshot(_SNAPSHOT_BY_ID.all(conn, {"order_id": order_id}))
-        if found is None or found.order["endpoint_id"] not in endpoint_ids:
+        found = _view(_SNAPSHOT_BY_ID.all(conn, {"order_id": order_id}))
+        if found is None or found.head.endpoint_id not in endpoint_ids:
             return None
-        return found if client_orderid in (None, found.order["client_orderid"]) else None
+        return found if client_orderid in (None, found.head.client_orderid) else None
     for endpoint_id in endpoint_ids:  # one for an endpoint, a handful for a group
         rows = _SNAPSHOT_BY_CLIENT_ORDERID.all(conn, {"endpoint_id": endpoint_id, "client_orderid": client_orderid})
         if rows:
-            return _snapshot(rows)
+            return _view(rows)
     return None
 
 
-def _snapshot(rows: list[dict[str, Row]]) -> OrderSnapshot | None:
-    """The snapshot query's rows, one per transaction, each split by table."""
+def _view(rows: list[dict[str, Row]]) -> OrderView | None:
+    """The read model from the snapshot query's rows, one per transaction, each split by table."""
     if not rows:
         return None
     first = rows[0]
     destination = first["d_"] if first["d_"]["kind"] is not None else None
-    return OrderSnapshot(first["o_"], [row["t_"] for row in rows], _card_or_none(first["c_"]), destination)
-
-
-def find_view(
-    conn: Connection, endpoint_ids: Sequence[int], order_id: int | None, client_orderid: str | None
-) -> OrderView | None:
-    """The read model of the order ``find_order`` finds."""
-    found = find_order(conn, endpoint_ids, order_id, client_orderid)
-    return None if found is None else found.view()
+    return OrderView.of(first["o_"], [row["t_"] for row in rows], _card_or_none(first["c_"]), destination)
 
 
 @dataclass(frozen=True, slots=True)
@@ -688,11 +666,6 @@ def list_orders(conn: Connection, merchant_id: int | None, status: str | None, l
     return list(conn.execute(query).mappings().all())
 
 
-def order_by_id(conn: Connection, order_id: int) -> OrderSnapshot | None:
-    return _snapshot(_SNAPSHOT_BY_ID.all(conn, {"order_id": order_id}))
-
-
 def view_by_id(conn: Connection, order_id: int) -> OrderView | None:
     """The read model of an order, whichever endpoint it is on (for operators)."""
-    found = order_by_id(conn, order_id)
-    return None if found is None else found.view()
+    return _view(_SNAPSHOT_BY_ID.all(conn, {"order_id": order_id}))

@@ -59,12 +59,14 @@ def test_chargeback_on_a_settled_sale_is_an_approved_transaction_that_debits_the
     recorded = db.write_sync(lambda conn: chargebacks.record(conn, _report(order_id, "4.00"), "cli:clerk", 10))
     assert (recorded.order_id, recorded.amount, recorded.new) == (order_id, 400, True)
     assert _available(db, merchant_id) == 642
-    latest = db.read_sync(lambda conn: order_store.order_by_id(conn, order_id)).transactions[-1]
-    assert (latest["tx_type"], latest["stage"], latest["amount"]) == ("chargeback", "approved", 400)
-    assert latest["processor_rrn"] == "000000000042"  # the sale's: the acquirer's reference of the money
+    view = db.read_sync(lambda conn: order_store.view_by_id(conn, order_id))
+    assert view is not None
+    latest = view.latest
+    assert (latest.tx_type, latest.stage, latest.amount) == ("chargeback", "approved", 400)
+    assert latest.processor_rrn == "000000000042"  # the sale's: the acquirer's reference of the money
     queued = db.read_sync(
         lambda conn: conn.execute(
-            select(callbacks.c.kind, callbacks.c.fields).where(callbacks.c.transaction_id == latest["id"])
+            select(callbacks.c.kind, callbacks.c.fields).where(callbacks.c.transaction_id == latest.id)
         ).all()
     )
     kinds = {kind: orjson.loads(fields) for kind, fields in queued}

@@ -60,8 +60,8 @@ def test_reused_client_orderid_of_a_rebill_keeps_the_stored_card(db: Database) -
     assert (first.created, again.created, again.order_id) == (True, False, first.order_id)
     assert first.order_id != sale.order_id
     assert _count(db, cards) == 1  # the card both orders charge is still there
-    snapshot = db.read_sync(lambda conn: order_store.find_order(conn, [endpoint_id], first.order_id, None))
-    assert snapshot is not None and snapshot.card is not None and snapshot.order["card_ref_id"] == 7
+    view = db.read_sync(lambda conn: order_store.find_view(conn, [endpoint_id], first.order_id, None))
+    assert view is not None and view.card is not None and view.head.card_ref_id == 7
 
 
 def _count(db: Database, table: object) -> int:
@@ -73,11 +73,11 @@ def test_start_order_writes_order_transaction_card_cvv_and_job(db: Database) -> 
     started = db.write_sync(lambda conn: open_order(conn, _sale(merchant_id, endpoint_id, "o-1", "s-1")))
     assert started.created
     assert [_count(db, t) for t in (orders, transactions, cards, transient_secrets, jobs)] == [1, 1, 1, 1, 1]
-    snapshot = db.read_sync(lambda conn: order_store.find_order(conn, [endpoint_id], started.order_id, None))
-    assert snapshot is not None and snapshot.card is not None
+    view = db.read_sync(lambda conn: order_store.find_view(conn, [endpoint_id], started.order_id, None))
+    assert view is not None and view.card is not None
     assert db.read_sync(lambda conn: conn.execute(select(cards.c.pan_ciphertext)).scalar_one()) == b"ciphertext"
-    assert snapshot.card["last_four"] == "1111" and "pan_ciphertext" not in snapshot.card  # reports carry no PAN
-    assert snapshot.order["amount"] == 1042
+    assert view.card.last_four == "1111" and "pan_ciphertext" not in view.card._fields  # reports carry no PAN
+    assert view.head.amount == 1042
 
 
 def test_reused_client_orderid_finds_the_first_order_and_leaves_no_orphan_card(db: Database) -> None:

@@ -97,5 +97,5 @@ def test_a_repeated_client_orderid_finds_the_first_payment_and_stores_no_second_
     )  # fmt: skip
     assert other.created and other.payment_id != first.payment_id
     assert db.read_sync(lambda conn: conn.execute(select(func.count()).select_from(cards)).scalar_one()) == 2
-    stored = db.read_sync(lambda conn: order_store.find_order(conn, [shop[1]], 1, None))
+    stored = db.read_sync(lambda conn: order_store.find_view(conn, [shop[1]], 1, None))
     assert stored is None  # a payment opens no order until its first charge
