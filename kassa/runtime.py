@@ -158,7 +158,7 @@ def process_identity() -> str:
 
 def build_services(settings: Settings, worker_count: int) -> Services:
     if settings.test_clock:  # a process whose clock tests move is a test's: it may also be told to crash
-        crashpoints.arm(settings.test_crash_point)
+        crashpoints.arm(settings.test_crash_point, settings.test_fail_point)
     vault = load_vault(settings.vault_source)
     db = open_store(settings, vault, settings.db_threads)
     connectors = Connectors(db, vault, SandboxProcessor(settings.sandbox_latency_ms), settings.endpoint_cache_seconds)

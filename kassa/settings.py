@@ -346,7 +346,8 @@ class Settings:
         "KASSA_JOB_MAX_ATTEMPTS",
         "5",
         integer(1),
-        "attempts at a job that keeps failing (an exception, not a decline) before its transaction ends in `error`",
+        "attempts at a job that keeps failing (an exception, not a decline) before its transaction ends in `error` "
+        "(`unknown`, reconciled, when a message of it may have reached an acquirer)",
     )
     job_retry_delay: float = setting(
         "KASSA_JOB_RETRY_DELAY",
@@ -614,6 +615,14 @@ class Settings:
         "",
         optional(choice(*crashpoints.POINTS)),
         "tests only, with `KASSA_TEST_CLOCK=1`: the process kills itself (SIGKILL) when it reaches this point "
+        "(`kassa/crashpoints.py`)",
+        shown_default="none",
+    )
+    test_fail_point: str | None = setting(
+        "KASSA_TEST_FAIL_POINT",
+        "",
+        optional(choice(*crashpoints.POINTS)),
+        "tests only, with `KASSA_TEST_CLOCK=1`: each unit of work that reaches this point fails with an error "
         "(`kassa/crashpoints.py`)",
         shown_default="none",
     )

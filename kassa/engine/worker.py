@@ -36,6 +36,7 @@ from kassa.processors.interface import (
     Processors,
     Request,
 )
+from kassa.storage import acquirer_messages as message_store
 from kassa.storage import authentications as authentication_store
 from kassa.storage import jobs as job_queue
 from kassa.storage import orders as order_store
@@ -285,9 +286,20 @@ class Worker(Consumer):
             await self.db.write(lambda conn: job_queue.retry_later(conn, job, self.owner, retry_at))
             self.wake()  # a claim learns the retry's due time (a handed-over job's loop had not seen it)
             return
-        failed = Outcome(Stage.ERROR, "500", "Processing failed")
-        _, queued = await self.db.write(lambda conn: self._recorded(conn, job, failed, None))
+        _, queued = await self.db.write(lambda conn: self._recorded(conn, job, _given_up(conn, job), None))
         self._callbacks_queued(queued)
+
+
+_FAILED = Outcome(Stage.ERROR, "500", "Processing failed")
+_TO_RECONCILE = Outcome(Stage.UNKNOWN)
+
+
+def _given_up(conn: Connection, job: Job) -> Outcome:
+    """The outcome of a job that failed its last attempt: ``error`` 500, unless a message of the transaction
+    may have reached an acquirer (an approval whose answer was not recorded, a reversal not answered yet):
+    then ``unknown``, and its reconciliation reverses or repeats it as after a crash (CONTRACT §15), never
+    leaving the money taken under an error."""
+    return _TO_RECONCILE if message_store.reached_acquirer(conn, job.transaction_id) else _FAILED
 
 
 def _nothing_left(_conn: Connection, _transaction_id: int, _now_ms: int) -> int:

@@ -98,6 +98,19 @@ def last_of(conn: Connection, serial: str) -> Record | None:
     return _LAST.first(conn, {"serial": serial})
 
 
+_REACHED = Prepared(
+    select(acquirer_messages.c.id)
+    .where(acquirer_messages.c.transaction_id == bindparam("transaction_id"))
+    .where(acquirer_messages.c.state != State.UNSENT.value)
+    .limit(1)
+)
+
+
+def reached_acquirer(conn: Connection, transaction_id: int) -> bool:
+    """Whether a message of the transaction may have reached an acquirer's host (any but ``unsent``)."""
+    return _REACHED.scalar(conn, {"transaction_id": transaction_id}) is not None
+
+
 def messages_of(conn: Connection, serial: str) -> list[Row]:
     """Every message sent for the transaction ``serial``, oldest first: its tries, one per connection."""
     return _OF_TRANSACTION.all(conn, {"serial": serial})

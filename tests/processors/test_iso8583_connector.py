@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
+from kassa import crashpoints
 from kassa.domain.recurring import date_of, midnight_ms
 from kassa.processors.iso8583 import dialect
 from kassa.sandbox.acquirer_host import AcquirerHost
@@ -127,6 +128,30 @@ def test_a_sale_sent_when_the_gateway_died_is_reversed_after_restart_never_sent_
     since = [m for m in list(host.received)[seen:] if m["t"] != "0800"]
     assert [m["t"] for m in since] == ["0200", "0400"]  # the sale went once; what followed was its reversal
     assert (since[1]["4"], since[1]["90"][:10]) == (sent["4"], "0200" + sent["11"])
+
+
+def test_an_approval_whose_last_attempt_failed_before_recording_it_is_reversed_not_left_standing_as_error_500(
+    gateway_factory: Callable[..., Gateway], host: AcquirerHost
+) -> None:
+    """The host approved, the job's one attempt failed writing the answer: the transaction is ``unknown``
+    and its reconciliation reverses the approval, as after a crash; it never ends 500 with the money taken."""
+    gateway = gateway_factory(
+        KASSA_TEST_CLOCK="1",
+        KASSA_TEST_FAIL_POINT=crashpoints.ACQUIRER_ANSWER_UNCOMMITTED,
+        KASSA_JOB_MAX_ATTEMPTS="1",
+    )
+    merchant = new_merchant(gateway, "iso-failed")
+    _connect(merchant, f"acq-failed-{next(_names)}", host, response_timeout="5")
+    seen = len(host.received)
+    order = merchant.sale("iso-failed-1", cvv2="123").json()["paynet-order-id"]
+    _wait(lambda: merchant.status(orderid=order).json()["status"] != "processing")
+    assert merchant.status(orderid=order).json()["status"] == "unknown"
+    final = _final_after(merchant, order, 60)
+    assert (final["status"], final["error-code"]) == ("error", "911")
+    since = [m for m in list(host.received)[seen:] if m["t"] != "0800"]
+    assert [m["t"] for m in since] == ["0200", "0400"]
+    assert since[1]["90"][:10] == "0200" + since[0]["11"]
+    assert _messages_of_order(gateway, order) == [("0200", "reversed", 1)]
 
 
 DAY = 24 * 3600
