@@ -18,7 +18,6 @@ import logging
 import os
 from collections.abc import Sequence
 
-import psycopg
 from sqlalchemy import make_url
 
 from kassa.engine.polling import Consumer
@@ -65,6 +64,8 @@ async def _watch_wal(path: str, poll_interval: float, consumers: Sequence[Consum
 
 
 async def _listen(conninfo: str, consumers: Sequence[Consumer]) -> None:
+    import psycopg  # here: a SQLite deployment's processes never load the driver (a tenth of a second each)
+
     while True:
         try:
             async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:

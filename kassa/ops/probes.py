@@ -27,6 +27,7 @@ from kassa.clock import now_ms
 from kassa.runtime import Services
 from kassa.storage import queue_figures
 from kassa.storage.jobs import JobKind
+from kassa.storage.migrate import head_revision
 from kassa.storage.queue_figures import Queue, QueueFigures
 from kassa.storage.tables import merchants
 from kassa.vault.keys import control_key_context
@@ -143,8 +144,6 @@ def _revision(conn: Connection) -> str | None:
 
 @functools.cache
 def _head() -> str:
-    from kassa.storage.migrate import head_revision  # Alembic is slow to import: on the first check only
-
     return head_revision()
 
 

@@ -107,6 +107,22 @@ def _differences_from_the_declared_schema(database_url: str) -> list[object]:
         engine.dispose()
 
 
+def test_the_head_a_starting_server_reads_without_alembic_is_alembics_own_and_each_migration_is_its_number() -> None:
+    scripts = ScriptDirectory.from_config(alembic_config("sqlite://"))
+    assert head_revision() == scripts.get_current_head()
+    chain = list(reversed(list(scripts.walk_revisions())))
+    assert [script.revision for script in chain] == [f"{n:04d}" for n in range(1, len(chain) + 1)]
+    assert [Path(script.path).name[:4] for script in chain] == [script.revision for script in chain]
+    assert [script.down_revision for script in chain] == [None, *(script.revision for script in chain[:-1])]
+
+
+@pytest.mark.empty_database
+def test_an_empty_database_has_no_revision_and_a_migrated_one_the_head(database_url: str) -> None:
+    assert current_revision(database_url) is None
+    upgrade(database_url)
+    assert current_revision(database_url) == head_revision()
+
+
 @pytest.mark.parametrize("url", ["postgresql://u@h/db", "postgres://u@h/db"])
 def test_plain_postgresql_urls_use_psycopg(url: str) -> None:
     from kassa.storage.database import sqlalchemy_url

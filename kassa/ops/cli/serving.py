@@ -19,6 +19,7 @@ import click
 from kassa.ops import demo
 from kassa.ops.cli.common import settings, vault
 from kassa.settings import Settings, listen_address
+from kassa.storage.migrate import upgrade, upgrade_quietly
 
 log = logging.getLogger("kassa.serve")
 FC = TypeVar("FC", bound=Callable[..., object])
@@ -71,8 +72,6 @@ def serve(
 ) -> None:
     """Run the API and its job workers, and the operator console and the operations listener when they
     have an address. SIGTERM stops gracefully; with --processes, SIGHUP restarts the processes one by one."""
-    from kassa.storage.migrate import upgrade_quietly
-
     configured = settings()
     vault()  # keys it cannot use (a key file's) stop it here, in one line, before any process starts
     upgrade_quietly(configured.database_url)
@@ -241,8 +240,6 @@ def db() -> None:
 @db.command("upgrade")
 def db_upgrade() -> None:
     """Apply every pending migration."""
-    from kassa.storage.migrate import upgrade  # alembic is slow to import; only this command needs it
-
     upgrade(settings().database_url)
     click.echo("database is up to date")
 
