@@ -1,7 +1,7 @@
 """Schema migrations (Alembic), run programmatically so `kassa db upgrade` needs no alembic.ini.
 
 A server starting finds the schema current without Alembic: importing it and reading the migration scripts
-cost each process about a quarter of a second of CPU, a fifth of its start. Its revision is read with one
+cost each process about a quarter of a second of CPU, a sixth of its start. Its revision is read with one
 statement, and the head is the highest-numbered migration file, each file's revision being its number
 (``tests/storage/test_database.py`` holds Alembic's own chain to that). Alembic is imported only to migrate.
 """
