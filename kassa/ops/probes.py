@@ -9,14 +9,13 @@ this process has stopped, or the process is shutting down (so a balancer drains 
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Awaitable, Callable, Iterator
 
 import orjson
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
-from sqlalchemy import Connection, select, text
+from sqlalchemy import select, text
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -27,7 +26,7 @@ from kassa.clock import now_ms
 from kassa.runtime import Services
 from kassa.storage import queue_figures
 from kassa.storage.jobs import JobKind
-from kassa.storage.migrate import head_revision
+from kassa.storage.migrate import head_revision, revision_of
 from kassa.storage.queue_figures import Queue, QueueFigures
 from kassa.storage.tables import merchants
 from kassa.vault.keys import control_key_context
@@ -131,20 +130,11 @@ async def _database(services: Services) -> str:
 
 
 async def _migrations(services: Services) -> str:
-    found = await services.db.read(_revision)
-    head = _head()
+    found = await services.db.read(revision_of)
+    head = head_revision()
     if found != head:
         raise CheckFailed(f"schema at {found or 'nothing'}, this code needs {head}: run `kassa db upgrade`")
     return f"ok ({head})"
-
-
-def _revision(conn: Connection) -> str | None:
-    return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
-
-
-@functools.cache
-def _head() -> str:
-    return head_revision()
 
 
 async def _vault(services: Services) -> str:

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, create_engine, event, inspect, make_url
+from sqlalchemy import Connection, Engine, create_engine, event, make_url
 from sqlalchemy.exc import DBAPIError
 
 T = TypeVar("T")
@@ -374,15 +374,6 @@ def sqlalchemy_url(url: str) -> str:
     if url.startswith(("postgresql://", "postgres://")):
         return "postgresql+psycopg://" + url.split("://", 1)[1]
     return url
-
-
-def has_schema(url: str) -> bool:
-    """Whether the database at ``url`` was ever migrated (Alembic's version table is there)."""
-    engine = create_engine(sqlalchemy_url(url))
-    try:
-        return inspect(engine).has_table("alembic_version")
-    finally:
-        engine.dispose()
 
 
 def ensure_sqlite_file(url: str) -> None:

@@ -9,13 +9,14 @@ statement, and the head is the highest-numbered migration file, each file's revi
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import Connection, create_engine, inspect, text
 from sqlalchemy.pool import NullPool
 
 from kassa.storage.database import ensure_sqlite_file, sqlalchemy_url
@@ -87,20 +88,27 @@ def _one_at_a_time(url: str) -> Iterator[None]:
 
 
 def current_revision(url: str) -> str | None:
-    """The database's schema revision, None before its first migration."""
+    """The schema revision of the database at ``url``, None before its first migration."""
     engine = create_engine(sqlalchemy_url(url), poolclass=NullPool)
     try:
         with engine.connect() as conn:
-            if not inspect(conn).has_table("alembic_version"):
-                return None
-            found = conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
+            return revision_of(conn)
     finally:
         engine.dispose()
+
+
+def revision_of(conn: Connection) -> str | None:
+    """The schema revision of the database ``conn`` is on (Alembic's version table), None before its first
+    migration."""
+    if not inspect(conn).has_table("alembic_version"):
+        return None
+    found = conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
     if len(found) > 1:
         raise RuntimeError(f"the database has {len(found)} schema revisions; Kassa's migrations are one chain")
     return found[0] if found else None
 
 
+@functools.cache  # the files do not change under a running process
 def head_revision() -> str:
     """The schema revision this code was written for: the number of its last migration file."""
     numbers = [found[1] for path in (_SCRIPTS / "versions").iterdir() if (found := _NUMBERED.fullmatch(path.name))]

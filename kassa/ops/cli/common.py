@@ -15,7 +15,8 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from kassa.settings import Settings
 from kassa.storage import merchants as merchant_store
-from kassa.storage.database import Database, has_schema
+from kassa.storage.database import Database
+from kassa.storage.migrate import current_revision
 from kassa.storage.sealing import open_store
 from kassa.vault.keyring import VaultError
 from kassa.vault.keys import Vault, load_vault
@@ -53,7 +54,7 @@ def database() -> Iterator[Database]:
     try:
         db = open_store(settings(), vault(), threads=1)
     except DBAPIError:
-        if not has_schema(settings().database_url):  # a new database: the command's one-line error
+        if current_revision(settings().database_url) is None:  # a new database: the command's one-line error
             raise click.ClickException(_NO_SCHEMA) from None
         raise
     try:
