@@ -19,6 +19,7 @@ from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 from kassa import crashpoints
+from kassa.domain.operators import PasswordCost
 from kassa.vault.keyring import Keyring, KeySource, VaultError, master_key, parse
 
 T = TypeVar("T")
@@ -597,6 +598,13 @@ class Settings:
         _SECONDS,
         "minutes in which an address's allowance of failed console sign-ins refills, evenly (one more every "
         "minutes / attempts)",
+    )
+    password_cost: PasswordCost = setting(  # noqa: RUF009 (as data_dir)
+        "KASSA_PASSWORD_COST",
+        "m=65536,t=3,p=4",
+        PasswordCost.parse,
+        "Argon2id cost of operators' new password hashes (`m`: KiB of memory, `t`: passes, `p`: lanes), no "
+        "less than OWASP's least (`m=7168,t=5,p=1`); a hash of another cost is redone at its next sign-in",
     )
     log_level: str = setting(
         "KASSA_LOG_LEVEL",

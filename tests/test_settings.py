@@ -139,6 +139,7 @@ _HOSTS_RULE = "must be host names or IP addresses separated by commas, without p
         ("KASSA_OPERATOR_HOSTS", "console.ops.example:8081", _HOSTS_RULE),
         ("KASSA_OPERATOR_HOSTS", "*.ops.example", _HOSTS_RULE),
         ("KASSA_OPERATOR_HOSTS", "https://console.ops.example", _HOSTS_RULE),
+        ("KASSA_PASSWORD_COST", "m=8192,t=1,p=1", "must be m=<KiB>,t=<passes>,p=<lanes>, m at least 7168"),
     ],
 )
 def test_unusable_value_is_refused_naming_the_variable_and_the_value(variable: str, value: str, problem: str) -> None:

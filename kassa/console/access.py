@@ -63,6 +63,7 @@ class Console:
         self.idle_ms = int(settings.console_idle_minutes * 60_000)
         self.lifetime_ms = int(settings.console_session_hours * 3_600_000)
         self.lockout_attempts = settings.console_lockout_attempts
+        self.password_cost = settings.password_cost
         self.lockout_ms = int(settings.console_lockout_minutes * 60_000)
         self.address_attempts = settings.console_address_attempts
         # One more attempt every interval: the whole allowance refills in KASSA_CONSOLE_ADDRESS_MINUTES.

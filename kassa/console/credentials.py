@@ -12,35 +12,49 @@ import pyotp
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
+from kassa.domain.operators import PasswordCost
+
 MIN_PASSWORD = 12
 TOTP_STEP_S = 30
-_HASHER = PasswordHasher()  # Argon2id, RFC 9106's second recommended parameters (64 MiB, 3 passes)
 
 
 @functools.cache
-def _decoy() -> str:
+def _hasher(cost: PasswordCost) -> PasswordHasher:
+    return PasswordHasher(time_cost=cost.passes, memory_cost=cost.memory_kib, parallelism=cost.lanes)
+
+
+@functools.cache
+def _decoy(cost: PasswordCost) -> str:
     """A hash to verify against when the email names no operator, so that a wrong email takes as long as
     a wrong password and sign-in does not tell which emails exist. Made when first needed: at import it
     cost every command and server start 155 ms."""
-    return _HASHER.hash(secrets.token_urlsafe(16))
+    return _hasher(cost).hash(secrets.token_urlsafe(16))
 
 
 class WeakPassword(ValueError):
     """A password refused; the message says why and may be shown."""
 
 
-def hash_password(password: str) -> str:
+def hash_password(password: str, cost: PasswordCost) -> str:
     if len(password) < MIN_PASSWORD:
         raise WeakPassword(f"a password must have at least {MIN_PASSWORD} characters")
-    return _HASHER.hash(password)
+    return _hasher(cost).hash(password)
 
 
-def password_matches(stored_hash: str | None, password: str) -> bool:
-    """Constant work whether or not ``stored_hash`` exists (None: no such operator)."""
+def password_matches(stored_hash: str | None, password: str, cost: PasswordCost) -> bool:
+    """Constant work whether or not ``stored_hash`` exists (None: no such operator): a hash is checked
+    with the cost it was made with, a missing one against a decoy of ``cost``, that of new hashes."""
     try:
-        return _HASHER.verify(stored_hash or _decoy(), password) and stored_hash is not None
+        return _hasher(cost).verify(stored_hash or _decoy(cost), password) and stored_hash is not None
     except (VerificationError, InvalidHashError):
         return False
+
+
+def rehashed(stored_hash: str, password: str, cost: PasswordCost) -> str | None:
+    """A new hash of the right ``password`` when ``stored_hash`` was made at another cost (the setting
+    changed since), None when it is current."""
+    hasher = _hasher(cost)
+    return hasher.hash(password) if hasher.check_needs_rehash(stored_hash) else None
 
 
 def new_password() -> str:

@@ -1,8 +1,11 @@
-"""What each operator role may do in the console. Plain rules, no HTTP: each role may do everything the
-one below it may, and every action names the least role that may take it."""
+"""What each operator role may do in the console, and what their password hashes cost. Plain rules, no
+HTTP: each role may do everything the one below it may, and every action names the least role that may
+take it."""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from enum import Enum
 
 
@@ -67,3 +70,31 @@ class Action(Enum):
 
 
 READ_AUDIT_LOG = Role.ADMIN  # the audit log names every operator's actions: admins read it
+
+
+_COST = re.compile(r"m=(\d{1,9}),t=(\d{1,4}),p=(\d{1,2})")
+_COST_RULE = "must be m=<KiB>,t=<passes>,p=<lanes>, m at least 7168, m times t at least 35840, p from 1 to 16"
+
+
+@dataclass(frozen=True)
+class PasswordCost:
+    """What an Argon2id password hash costs, written as the hash itself writes it (``m=65536,t=3,p=4``):
+    memory in KiB, passes over it, lanes. The default is RFC 9106's second recommendation; none is taken
+    below OWASP's least (7 MiB, and 35 MiB-passes: m=7168,t=5 or m=19456,t=2), whatever the hardware."""
+
+    memory_kib: int
+    passes: int
+    lanes: int
+
+    @classmethod
+    def parse(cls, text: str) -> PasswordCost:
+        found = _COST.fullmatch(text.strip())
+        if found is None:
+            raise ValueError(_COST_RULE)
+        cost = cls(*(int(group) for group in found.groups()))
+        if cost.memory_kib < 7168 or cost.memory_kib * cost.passes < 35840 or not 1 <= cost.lanes <= 16:
+            raise ValueError(_COST_RULE)
+        return cost
+
+    def __str__(self) -> str:
+        return f"m={self.memory_kib},t={self.passes},p={self.lanes}"

@@ -15,7 +15,7 @@ from kassa.console import credentials
 from kassa.domain.acquirers import SANDBOX_NAME, LinkSettings
 from kassa.domain.merchants import Mode
 from kassa.domain.money import currency, format_amount
-from kassa.domain.operators import Role
+from kassa.domain.operators import PasswordCost, Role
 from kassa.domain.routing import Entry
 from kassa.settings import Settings
 from kassa.signing.control import control_of
@@ -64,21 +64,22 @@ def ensure(settings: Settings, acquirer: tuple[str, int] | None = None) -> Demo:
     db = open_store(settings, vault, threads=1)
     try:
         merchant = db.write_sync(lambda conn: _routed(conn, vault, _ensure(conn, vault), acquirer))
-        return dataclasses.replace(merchant, operator=db.write_sync(lambda conn: _operator(conn, vault)))
+        operator = db.write_sync(lambda conn: _operator(conn, vault, settings.password_cost))
+        return dataclasses.replace(merchant, operator=operator)
     finally:
         db.close()
 
 
-def _operator(conn: Connection, vault: Vault) -> DemoOperator:
+def _operator(conn: Connection, vault: Vault, cost: PasswordCost) -> DemoOperator:
     password = base64.urlsafe_b64encode(bytes.fromhex(vault.fingerprint("kassa-demo-operator/password"))[:15])
     secret = base64.b32encode(bytes.fromhex(vault.fingerprint("kassa-demo-operator/totp"))[:20]).decode()
     demo = DemoOperator(DEMO_OPERATOR, password.decode(), secret, True)
     found = operator_store.credentials_of(conn, vault, DEMO_OPERATOR)
     if found is None:
-        password_hash = credentials.hash_password(demo.password)
+        password_hash = credentials.hash_password(demo.password, cost)
         operator_store.create(conn, vault, DEMO_OPERATOR, Role.ADMIN, password_hash, secret, now_ms())
         return demo
-    current = credentials.password_matches(found.password_hash, demo.password) and found.totp_secret == secret
+    current = credentials.password_matches(found.password_hash, demo.password, cost) and found.totp_secret == secret
     return dataclasses.replace(demo, current=current)
 
 

@@ -202,6 +202,11 @@ def reset_password(conn: Connection, operator_id: int, password_hash: str) -> No
     end_sessions(conn, operator_id)
 
 
+def replace_hash(conn: Connection, operator_id: int, password_hash: str) -> None:
+    """The same password hashed at another cost: nothing else about the operator changes."""
+    conn.execute(update(operators).where(operators.c.id == operator_id).values(password_hash=password_hash))
+
+
 # --- sessions ------------------------------------------------------------------------------------------
 
 

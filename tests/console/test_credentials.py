@@ -8,25 +8,29 @@ import pytest
 from argon2 import PasswordHasher
 
 from kassa.console import credentials
+from kassa.domain.operators import PasswordCost
+from kassa.settings import Settings
 
 NOW_S = 1_795_000_000
+LEAST = PasswordCost.parse("m=7168,t=5,p=1")
+DEFAULT = Settings.from_env({}).password_cost
 
 
 def test_a_password_is_kept_as_an_argon2id_hash_that_verifies_it() -> None:
-    stored = credentials.hash_password("correct horse battery")
+    stored = credentials.hash_password("correct horse battery", LEAST)
     assert stored.startswith("$argon2id$")
-    assert credentials.password_matches(stored, "correct horse battery")
-    assert not credentials.password_matches(stored, "correct horse battery!")
+    assert credentials.password_matches(stored, "correct horse battery", LEAST)
+    assert not credentials.password_matches(stored, "correct horse battery!", LEAST)
 
 
 def test_a_short_password_is_refused() -> None:
     with pytest.raises(credentials.WeakPassword):
-        credentials.hash_password("short")
+        credentials.hash_password("short", LEAST)
 
 
 def test_no_operator_matches_no_password() -> None:
-    assert not credentials.password_matches(None, "")
-    assert not credentials.password_matches(None, "anything at all")
+    assert not credentials.password_matches(None, "", LEAST)
+    assert not credentials.password_matches(None, "anything at all", LEAST)
 
 
 def test_a_code_of_this_step_or_a_neighbour_is_accepted_once() -> None:
@@ -60,8 +64,17 @@ def test_sessions_are_stored_by_hash_alone() -> None:
     assert len(credentials.token_hash(token)) == 64
 
 
-def test_a_hash_made_with_other_parameters_verifies_with_its_own_and_defaults_stay_rfc_9106s() -> None:
+def test_a_hash_made_at_another_cost_verifies_with_its_own_and_the_default_stays_rfc_9106s() -> None:
     cheaper = PasswordHasher(time_cost=1, memory_cost=8192, parallelism=1).hash("correct horse battery")
-    assert credentials.password_matches(cheaper, "correct horse battery")
-    assert not credentials.password_matches(cheaper, "correct horse battery!")
-    assert credentials.hash_password("correct horse battery").split("$")[3] == "m=65536,t=3,p=4"
+    assert credentials.password_matches(cheaper, "correct horse battery", DEFAULT)
+    assert not credentials.password_matches(cheaper, "correct horse battery!", DEFAULT)
+    assert credentials.hash_password("correct horse battery", DEFAULT).split("$")[3] == "m=65536,t=3,p=4"
+
+
+def test_a_hash_is_made_at_the_cost_set_and_redone_only_when_made_at_another() -> None:
+    stored = credentials.hash_password("correct horse battery", LEAST)
+    assert stored.split("$")[3] == "m=7168,t=5,p=1"
+    assert credentials.rehashed(stored, "correct horse battery", LEAST) is None
+    redone = credentials.rehashed(stored, "correct horse battery", DEFAULT)
+    assert redone is not None and redone.split("$")[3] == "m=65536,t=3,p=4"
+    assert credentials.password_matches(redone, "correct horse battery", DEFAULT)

@@ -12,8 +12,17 @@ import httpx
 import pyotp
 import pytest
 
-from tests.support.console import ConsoleClient, Login, SignIn, csrf_of, new_address, sign_in_together
-from tests.support.gateway import Gateway, Merchant
+from tests.support.console import (
+    ConsoleClient,
+    Login,
+    SignIn,
+    csrf_of,
+    hash_cost_of,
+    new_address,
+    new_operator,
+    sign_in_together,
+)
+from tests.support.gateway import TEST_PASSWORD_COST, Gateway, Merchant
 
 
 def test_an_admin_signs_in_with_password_and_one_time_code_and_lands_on_the_overview(
@@ -45,6 +54,17 @@ def test_a_one_time_code_is_accepted_once(shared_gateway: Gateway, operator_of: 
 
 def test_a_viewer_signs_in_with_a_password_alone(shared_gateway: Gateway, operator_of: Callable[..., Login]) -> None:
     assert ConsoleClient(shared_gateway).sign_in(operator_of("viewer")).status_code == 303
+
+
+def test_a_hash_of_another_cost_is_made_again_at_the_cost_set_when_its_operator_next_signs_in(
+    shared_gateway: Gateway,
+) -> None:
+    viewer = new_operator(shared_gateway, "viewer", cost="m=19456,t=2,p=1")
+    wrong = ConsoleClient(shared_gateway).sign_in(viewer, password="not the password at all")
+    assert wrong.status_code == 401 and hash_cost_of(shared_gateway, viewer.email) == "m=19456,t=2,p=1"
+    assert ConsoleClient(shared_gateway).sign_in(viewer).status_code == 303
+    assert hash_cost_of(shared_gateway, viewer.email) == TEST_PASSWORD_COST
+    assert ConsoleClient(shared_gateway).sign_in(viewer).status_code == 303
 
 
 def test_five_wrong_passwords_lock_the_account_even_against_the_right_one(

@@ -4,11 +4,13 @@ the audit log keeps of it."""
 from __future__ import annotations
 
 import getpass
+import uuid
 
 import pytest
 
-from tests.support.console import ConsoleClient, Login
-from tests.support.gateway import Gateway
+from tests.support.commands import run_kassa
+from tests.support.console import ConsoleClient, Login, hash_cost_of
+from tests.support.gateway import TEST_PASSWORD_COST, Gateway
 
 
 def test_an_admin_is_created_with_a_password_and_a_one_time_code_secret_shown_once(shared_gateway: Gateway) -> None:
@@ -26,6 +28,15 @@ def test_a_viewer_has_no_one_time_codes_unless_asked(shared_gateway: Gateway) ->
     plain = shared_gateway.cli("operator", "create", "--email", "eyes@ops.example", "--role", "viewer")
     asked = shared_gateway.cli("operator", "create", "--email", "eyes2@ops.example", "--role", "viewer", "--totp")
     assert plain["totp_secret"] is None and asked["totp_secret"]
+
+
+def test_created_and_reset_passwords_are_hashed_at_the_cost_set(shared_gateway: Gateway) -> None:
+    email = f"cost-{uuid.uuid4().hex[:8]}@ops.example"
+    costlier = {**shared_gateway.env, "KASSA_PASSWORD_COST": "m=19456,t=2,p=1"}
+    assert run_kassa(["operator", "create", "--email", email, "--role", "viewer"], costlier).returncode == 0
+    assert hash_cost_of(shared_gateway, email) == "m=19456,t=2,p=1"
+    shared_gateway.cli("operator", "reset-password", "--email", email)
+    assert hash_cost_of(shared_gateway, email) == TEST_PASSWORD_COST
 
 
 def test_a_second_operator_with_one_email_or_a_bad_email_is_refused(shared_gateway: Gateway) -> None:

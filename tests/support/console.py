@@ -12,17 +12,11 @@ from dataclasses import dataclass, field
 
 import httpx
 import pyotp
-from argon2 import PasswordHasher
 from playwright.sync_api import Page
 
-from tests.support.gateway import Gateway
+from tests.support.gateway import TEST_PASSWORD_COST, Gateway
 
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
-
-# Operators of tests get Argon2id hashes of the cheapest sane parameters: the console verifies a hash with
-# the parameters it carries, so a sign-in costs 4 ms of CPU instead of the default's 190, and the suite
-# signs in hundreds of times (101 at once in one test). tests/console/test_credentials.py holds the default.
-CHEAP_ARGON2 = PasswordHasher(time_cost=1, memory_cost=8192, parallelism=1)
 
 
 @dataclass
@@ -42,11 +36,12 @@ class Login:
         return pyotp.TOTP(self.totp_secret).at(step * 30)
 
 
-def new_operator(gateway: Gateway, role: str, *, totp: bool = False) -> Login:
+def new_operator(gateway: Gateway, role: str, *, totp: bool = False, cost: str = TEST_PASSWORD_COST) -> Login:
     """An operator written straight to the gateway's database (the rows ``kassa operator create`` writes;
-    tests/ops covers the command): a command's start-up cost a second a test."""
+    tests/ops covers the command): a command's start-up cost a second a test. Its hash is of ``cost``,
+    by default the one test gateways are set to."""
     from kassa.console import credentials
-    from kassa.domain.operators import Role
+    from kassa.domain.operators import PasswordCost, Role
     from kassa.settings import Settings
     from kassa.storage import operators as store
     from kassa.storage.database import open_database
@@ -56,7 +51,7 @@ def new_operator(gateway: Gateway, role: str, *, totp: bool = False) -> Login:
     password = credentials.new_password()
     secret = credentials.new_totp_secret() if totp or role == "admin" else None
     vault = load_vault(Settings.from_env(gateway.env).vault_source)
-    password_hash = CHEAP_ARGON2.hash(password)
+    password_hash = credentials.hash_password(password, PasswordCost.parse(cost))
     db = open_database(gateway.database_url, threads=1)
     try:
         db.write_sync(
@@ -65,6 +60,23 @@ def new_operator(gateway: Gateway, role: str, *, totp: bool = False) -> Login:
     finally:
         db.close()
     return Login(email, password, secret)
+
+
+def hash_cost_of(gateway: Gateway, email: str) -> str:
+    """The Argon2id cost the operator's stored password hash was made at, as the hash writes it."""
+    from kassa.settings import Settings
+    from kassa.storage import operators as store
+    from kassa.storage.database import open_database
+    from kassa.vault.keys import load_vault
+
+    vault = load_vault(Settings.from_env(gateway.env).vault_source)
+    db = open_database(gateway.database_url, threads=1)
+    try:
+        found = db.read_sync(lambda conn: store.credentials_of(conn, vault, email))
+    finally:
+        db.close()
+    assert found is not None
+    return found.password_hash.split("$")[3]
 
 
 def new_address() -> str:

@@ -32,7 +32,7 @@ async def operator_create(console: Console, visit: Visit) -> Response:
     password = credentials.new_password()
     secret = credentials.new_totp_secret() if role is Role.ADMIN or visit.form.get("totp") else None
     vault = console.services.vault
-    password_hash = credentials.hash_password(password)
+    password_hash = credentials.hash_password(password, console.password_cost)
 
     def create(conn: Connection) -> tuple[None, dict[str, str]]:
         operator_store.create(conn, vault, email, role, password_hash, secret, now_ms())
@@ -62,7 +62,7 @@ async def operator_reset(console: Console, visit: Visit) -> Response:
     """A new password shown once; the operator is unlocked and re-enabled, and their sessions end."""
     operator_id = int(visit.request.path_params["operator_id"])
     password = credentials.new_password()
-    password_hash = credentials.hash_password(password)
+    password_hash = credentials.hash_password(password, console.password_cost)
 
     def reset(conn: Connection) -> tuple[dict[str, object], None]:
         found = operator_store.by_id(conn, operator_id)

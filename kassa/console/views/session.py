@@ -72,10 +72,19 @@ async def sign_in(console: Console, request: Request) -> Response:
     # Argon2 takes tens of milliseconds by design: off the event loop. Against a decoy when there is nothing
     # to check (no such operator, disabled, locked out), so that the time taken tells none of them apart.
     stored = None if begun is None else begun.password_hash
-    right = await asyncio.to_thread(credentials.password_matches, stored, attempt.password)
+    right = await asyncio.to_thread(credentials.password_matches, stored, attempt.password, console.password_cost)
     checked = None if begun is None else _checked(begun, right, attempt.code, now_ms())
+    # Redone only once the sign-in is right, password and code: otherwise its time would tell a right password.
+    rehash = None
+    if checked is not None and checked.right:
+        cost = console.password_cost
+        rehash = await asyncio.to_thread(
+            credentials.rehashed, checked.credentials.password_hash, attempt.password, cost
+        )
     token = credentials.new_session_token()
-    finish = partial(_finish, console=console, attempt=attempt, checked=checked, token=token, now=now_ms())
+    finish = partial(
+        _finish, console=console, attempt=attempt, checked=checked, rehash=rehash, token=token, now=now_ms()
+    )
     if not await console.write(finish):
         return await sign_in_form(console, request, _WRONG, 401)
     response = RedirectResponse(_next(form.get("next", "/")), status_code=303)
@@ -126,13 +135,22 @@ def _checked(begun: Credentials, password_right: bool, code: str, now: int) -> _
 
 
 def _finish(
-    conn: Connection, console: Console, attempt: _Attempt, checked: _Checked | None, token: str, now: int
+    conn: Connection,
+    console: Console,
+    attempt: _Attempt,
+    checked: _Checked | None,
+    rehash: str | None,
+    token: str,
+    now: int,
 ) -> bool:
-    """Lets the sign-in in or counts its failure, with its audit entries, in one transaction."""
+    """Lets the sign-in in or counts its failure, with its audit entries, in one transaction; let in, the
+    password's hash is replaced by ``rehash`` (one at the cost now set) when there is one."""
     if checked is None:
         _refused(conn, attempt, _not_begun(conn, attempt.email), now)
         return False
     if checked.right and _let_in(conn, console, attempt, checked, token, now):
+        if rehash is not None:
+            operator_store.replace_hash(conn, checked.credentials.operator.id, rehash)
         return True
     reason = "right, but locked meanwhile or sign-ins at once" if checked.right else "wrong password or code"
     _refused(conn, attempt, reason, now)

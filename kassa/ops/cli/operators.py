@@ -11,7 +11,7 @@ from sqlalchemy import Connection
 from kassa.clock import now_ms
 from kassa.console import credentials
 from kassa.domain.operators import Action, Role
-from kassa.ops.cli.common import cli_actor, emit, iso_time, json_option, read, vault, write
+from kassa.ops.cli.common import cli_actor, emit, iso_time, json_option, read, settings, vault, write
 from kassa.storage import audit_log
 from kassa.storage import operators as operator_store
 from kassa.storage.operators import NoOperator, Operator
@@ -59,7 +59,7 @@ def operator_create(email: str, role: str, with_totp: bool, as_json: bool) -> No
     chosen = Role(role)
     password = credentials.new_password()
     secret = credentials.new_totp_secret() if chosen is Role.ADMIN or with_totp else None
-    password_hash = credentials.hash_password(password)
+    password_hash = credentials.hash_password(password, settings().password_cost)
     keys = vault()
 
     def create(conn: Connection) -> Operator:
@@ -130,7 +130,7 @@ def operator_unlock(email: str, as_json: bool) -> None:
 def operator_reset_password(email: str, as_json: bool) -> None:
     """A new password (printed once); unlocks and re-enables the operator and ends their sessions."""
     password = credentials.new_password()
-    password_hash = credentials.hash_password(password)
+    password_hash = credentials.hash_password(password, settings().password_cost)
 
     def reset(conn: Connection) -> Operator:
         found = operator_store.by_email(conn, email)
