@@ -14,7 +14,7 @@ from kassa.api.answers import Accepted, CardShown, FormAccepted, OrderStatus
 from kassa.api.openapi import document
 from kassa.api.operations import OPERATIONS, STATUS
 from tests.support.answers import Received, problems, recorded
-from tests.support.gateway import JSON_ACCEPT, Gateway
+from tests.support.gateway import JSON_ACCEPT, TLS, Gateway
 
 SERIAL = str(uuid.uuid4())
 
@@ -119,7 +119,9 @@ def test_a_classic_answer_is_checked_as_the_json_answer_it_stands_for() -> None:
 
 def test_an_answer_a_test_gets_with_its_own_httpx_post_is_checked_too(shared_gateway: Gateway) -> None:
     before = len(recorded())
-    httpx.post(f"{shared_gateway.base}/api/v2/status/1", data={"login": "nobody"}, headers=JSON_ACCEPT, timeout=30)
-    httpx.get(f"{shared_gateway.base}/api/v2/status/1", timeout=30)  # no operation's answer: not kept
+    httpx.post(
+        f"{shared_gateway.base}/api/v2/status/1", data={"login": "nobody"}, headers=JSON_ACCEPT, timeout=30, verify=TLS
+    )
+    httpx.get(f"{shared_gateway.base}/api/v2/status/1", timeout=30, verify=TLS)  # no operation's answer: not kept
     [kept] = recorded()[before:]
     assert (kept.path, kept.body["type"]) == ("/api/v2/status", "validation-error")

@@ -12,7 +12,7 @@ import pytest
 
 from kassa.api.handlers.payments import canonical_values
 from kassa.domain import money
-from tests.support.gateway import JSON_ACCEPT, Gateway, Merchant, new_merchant
+from tests.support.gateway import JSON_ACCEPT, TLS, Gateway, Merchant, new_merchant
 
 
 def _order() -> str:
@@ -128,7 +128,7 @@ def test_twenty_identical_sales_sent_at_once_start_one_order(merchant: Merchant)
     lock = threading.Lock()
 
     def send() -> None:
-        with httpx.Client(timeout=30) as client:
+        with httpx.Client(timeout=30, verify=TLS) as client:
             start.wait()
             try:
                 answer: httpx.Response | BaseException = client.post(url, data=data, headers=JSON_ACCEPT)

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from tests.support.gateway import Gateway, Merchant, new_merchant
+from tests.support.gateway import TLS, Gateway, Merchant, new_merchant
 from tests.support.hosted_fields import (
     TEST_CARD,
     ephemeral_ticket,
@@ -175,7 +175,7 @@ def test_a_ticket_of_another_endpoint_or_an_unknown_one_is_4001(shop: Merchant) 
 def test_tokenize_takes_json_only(shop: Merchant) -> None:
     """A form post from another site's page (no CORS preflight) cannot reach it."""
     url = f"{shop.gateway.base}/hosted-fields/v1/tokenize"
-    answer = httpx.post(url, data={"ticket": ephemeral_ticket(shop), "pan": TEST_CARD}, timeout=30)
+    answer = httpx.post(url, data={"ticket": ephemeral_ticket(shop), "pan": TEST_CARD}, timeout=30, verify=TLS)
     assert answer.status_code == 415
 
 

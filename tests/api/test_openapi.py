@@ -10,12 +10,12 @@ import httpx
 import pytest
 
 from kassa.api.operations import OPERATIONS, OAuth
-from tests.support.gateway import Gateway
+from tests.support.gateway import TLS, Gateway
 
 
 @pytest.fixture
 def document(shared_gateway: Gateway) -> dict[str, Any]:
-    answer = httpx.get(f"{shared_gateway.base}/openapi.json", timeout=30)
+    answer = httpx.get(f"{shared_gateway.base}/openapi.json", timeout=30, verify=TLS)
     assert answer.status_code == 200
     served: dict[str, Any] = answer.json()
     return served

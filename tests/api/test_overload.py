@@ -22,6 +22,7 @@ from kassa.api.operations import OPERATIONS
 from tests.ops.test_probes import Samples, scrape, value
 from tests.support.databases import fresh_postgres
 from tests.support.gateway import (
+    TLS,
     Gateway,
     Merchant,
     classic_fields,
@@ -175,7 +176,7 @@ def test_a_shedding_gateway_stays_ready_logs_the_start_once_and_counts_its_refus
     assert value(samples, "kassa_refused_requests_total", reason="overload") == before + 1
     assert value(samples, "kassa_overload_shedding") == 1
     assert value(samples, "kassa_overload_job_age_seconds") >= HOUR
-    ready = httpx.get(f"{gateway.ops}/readyz", timeout=10)
+    ready = httpx.get(f"{gateway.ops}/readyz", timeout=10, verify=TLS)
     assert (ready.status_code, ready.json()["status"]) == (200, "ready")  # alive and ready: only busy
     assert gateway.log_text().count("load shedding started") == 1
 

@@ -16,6 +16,7 @@ from kassa.api.operations import OPERATIONS, OAuth, Operation
 from tests.support import bodies
 from tests.support.gateway import (
     JSON_ACCEPT,
+    TLS,
     Gateway,
     Merchant,
     classic_body,
@@ -436,6 +437,7 @@ def test_chunked_body_over_64_kib_is_refused_with_code_1(shop: Merchant) -> None
         content=chunks(),
         headers={**JSON_ACCEPT, "Content-Type": "application/x-www-form-urlencoded"},
         timeout=30,
+        verify=TLS,
     )
     refusal(response, 1)
 
@@ -467,9 +469,13 @@ def test_prefix_is_configurable_down_to_the_root(gateway_factory: Callable[..., 
     merchant = new_merchant(gateway, _login())
     root = f"http://127.0.0.1:{gateway.port}"
     data = merchant.sale_fields(_order())
-    accepted(httpx.post(f"{root}/api/v2/sale/{merchant.endpoint_id}", data=data, headers=JSON_ACCEPT, timeout=30))
-    assert httpx.get(f"{root}/openapi.json", timeout=30).json()["openapi"] == "3.1.0"
-    elsewhere = httpx.post(f"{root}/paynet/api/v2/sale/{merchant.endpoint_id}", data=data, headers=JSON_ACCEPT)
+    accepted(
+        httpx.post(f"{root}/api/v2/sale/{merchant.endpoint_id}", data=data, headers=JSON_ACCEPT, timeout=30, verify=TLS)
+    )
+    assert httpx.get(f"{root}/openapi.json", timeout=30, verify=TLS).json()["openapi"] == "3.1.0"
+    elsewhere = httpx.post(
+        f"{root}/paynet/api/v2/sale/{merchant.endpoint_id}", data=data, headers=JSON_ACCEPT, verify=TLS
+    )
     assert elsewhere.status_code == 404
 
 
@@ -592,7 +598,7 @@ OPERATION_PATHS = [
 
 
 def test_openapi_document_names_every_schema_and_operation(shared_gateway: Gateway) -> None:
-    response = httpx.get(f"{shared_gateway.base}/openapi.json", timeout=30)
+    response = httpx.get(f"{shared_gateway.base}/openapi.json", timeout=30, verify=TLS)
     assert response.status_code == 200
     document = response.json()
     assert document["openapi"] == "3.1.0"

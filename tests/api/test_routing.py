@@ -62,7 +62,9 @@ def test_form_encoded_or_undeclared_body_is_taken(shop: Merchant, headers: dict[
 
 @pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "PATCH"])
 def test_other_method_on_an_operation_path_is_405_in_the_contract_format(shop: Merchant, method: str) -> None:
-    answer = httpx.request(method, f"{shop.gateway.base}/api/v2/sale/{shop.endpoint_id}", headers=JSON_ACCEPT)
+    answer = httpx.request(
+        method, f"{shop.gateway.base}/api/v2/sale/{shop.endpoint_id}", headers=JSON_ACCEPT, verify=TLS
+    )
     assert answer.status_code == 405, answer.text
     assert answer.headers["allow"] == "POST"
     assert answer.headers["content-type"] == JSON_CONTENT_TYPE
@@ -93,5 +95,5 @@ def test_unknown_operation_path_answers_classic_text_to_a_classic_client(shop: M
 
 
 def test_pages_and_the_openapi_document_still_answer_outside_the_api(shop: Merchant) -> None:
-    assert httpx.get(f"{shop.gateway.base}/openapi.json", timeout=30).status_code == 200
-    assert httpx.get(f"{shop.gateway.base}/no-such-page", timeout=30).status_code == 404
+    assert httpx.get(f"{shop.gateway.base}/openapi.json", timeout=30, verify=TLS).status_code == 200
+    assert httpx.get(f"{shop.gateway.base}/no-such-page", timeout=30, verify=TLS).status_code == 404

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from tests.support.gateway import Merchant
+from tests.support.gateway import TLS, Merchant
 from tests.support.oauth import key_pair, register_key, signed_post
 from tests.support.operations import approved_order
 
@@ -68,7 +68,7 @@ def test_v4_status_while_3_d_secure_waits_gives_an_absolute_redirect_to(shop: Me
     body = status_v4(shop, [("login", shop.login), ("client_orderid", client_orderid), ("orderid", order)]).json()
     assert (body["status"], body["order-stage"]) == ("processing", "sale_3d_validating")
     assert body["redirect-to"].startswith(f"{shop.gateway.base}/checkout/")
-    assert httpx.get(body["redirect-to"]).status_code == 200
+    assert httpx.get(body["redirect-to"], verify=TLS).status_code == 200
 
 
 def test_v4_status_signed_with_a_key_the_merchant_did_not_register_is_refused_with_401(shop: Merchant) -> None:

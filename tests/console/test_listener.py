@@ -7,24 +7,24 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from tests.support.gateway import Gateway
+from tests.support.gateway import TLS, Gateway
 
 
 def test_the_console_is_not_served_on_the_api_port(shared_gateway: Gateway) -> None:
     api_root = shared_gateway.base.removesuffix("/paynet")
-    assert httpx.get(f"{api_root}/sign-in").status_code == 404
-    assert httpx.get(f"{shared_gateway.console}/sign-in").status_code == 200
+    assert httpx.get(f"{api_root}/sign-in", verify=TLS).status_code == 404
+    assert httpx.get(f"{shared_gateway.console}/sign-in", verify=TLS).status_code == 200
 
 
 def test_the_api_is_not_served_on_the_console_port(shared_gateway: Gateway) -> None:
-    assert httpx.get(f"{shared_gateway.console}/paynet/openapi.json").status_code == 404
+    assert httpx.get(f"{shared_gateway.console}/paynet/openapi.json", verify=TLS).status_code == 404
 
 
 @pytest.mark.backends("sqlite")
 def test_without_an_address_there_is_no_console(gateway_factory: Callable[..., Gateway]) -> None:
     gateway = gateway_factory(KASSA_CONSOLE="")
     with pytest.raises(httpx.ConnectError):
-        httpx.get(f"{gateway.console}/sign-in")
+        httpx.get(f"{gateway.console}/sign-in", verify=TLS)
 
 
 @pytest.mark.backends("sqlite")

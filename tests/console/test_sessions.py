@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 
 from tests.support.console import ConsoleClient, Login, SignIn, csrf_of, new_operator, sign_in_together
-from tests.support.gateway import Gateway
+from tests.support.gateway import TLS, Gateway
 
 
 def test_a_session_idle_past_its_timeout_signs_the_operator_out(clock_gateway: Gateway) -> None:
@@ -57,7 +57,7 @@ def test_an_address_past_its_sign_in_limit_is_let_in_again_as_its_allowance_refi
 def test_the_session_cookie_is_secure_behind_an_https_proxy(shared_gateway: Gateway) -> None:
     viewer = new_operator(shared_gateway, "viewer")
     proxied = {"X-Forwarded-Proto": "https"}  # from 127.0.0.1, a trusted proxy by default
-    with httpx.Client(base_url=shared_gateway.console, headers=proxied) as client:
+    with httpx.Client(base_url=shared_gateway.console, headers=proxied, verify=TLS) as client:
         form = client.get("/sign-in")
         pre = form.cookies.get("kassa_console_pre")  # sent back by hand: httpx keeps Secure cookies for https
         assert pre and "Secure" in form.headers["set-cookie"]

@@ -24,7 +24,7 @@ import pytest
 from kassa.storage.migrate import alembic_config, revisions
 from tests.api.test_card_refs import make_rebill, stored_card
 from tests.support.databases import fresh_postgres, run_sql
-from tests.support.gateway import Gateway, Merchant, cli_run, new_merchant
+from tests.support.gateway import TLS, Gateway, Merchant, cli_run, new_merchant
 from tests.support.operations import final
 
 PAN = "4111111111111111"
@@ -173,7 +173,7 @@ def test_restore_refuses_a_database_a_running_gateway_has_open(tmp_path: Path) -
         database = tmp_path / "kassa.db"
         assert said == f"Error: {database} is open in another process (a running gateway?): stop it before restoring"
         assert not list(tmp_path.glob("kassa.db.before-restore-*"))
-        assert httpx.get(f"{gateway.base}/openapi.json").status_code == 200
+        assert httpx.get(f"{gateway.base}/openapi.json", verify=TLS).status_code == 200
     finally:
         gateway.stop()
 

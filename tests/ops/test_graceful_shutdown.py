@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.support.databases import run_sql
-from tests.support.gateway import Gateway, new_merchant
+from tests.support.gateway import TLS, Gateway, new_merchant
 
 
 def wait_until(condition: Callable[[], bool], timeout: float = 15) -> None:
@@ -28,7 +28,7 @@ def wait_until(condition: Callable[[], bool], timeout: float = 15) -> None:
 
 def stopping(gateway: Gateway) -> bool:
     try:
-        return httpx.get(f"{gateway.ops}/readyz", timeout=5).json()["status"] == "stopping"
+        return httpx.get(f"{gateway.ops}/readyz", timeout=5, verify=TLS).json()["status"] == "stopping"
     except httpx.TransportError:
         return False
 

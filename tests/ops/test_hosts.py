@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from kassa.ops.hosts import HostRule
-from tests.support.gateway import Gateway
+from tests.support.gateway import TLS, Gateway
 
 FOREIGN = ("evil.example", "rebind.127.0.0.1.nip.io", "localhost.evil.example", "")
 
@@ -49,7 +49,7 @@ def test_a_missing_or_malformed_host_is_refused() -> None:
 
 
 def _status(url: str, host: str) -> int:
-    return httpx.get(url, headers={"Host": host}, timeout=10).status_code
+    return httpx.get(url, headers={"Host": host}, timeout=10, verify=TLS).status_code
 
 
 def test_the_console_and_the_operations_listener_answer_a_foreign_host_421(shared_gateway: Gateway) -> None:
@@ -61,7 +61,7 @@ def test_the_console_and_the_operations_listener_answer_a_foreign_host_421(share
             assert _status(url, host) == 421, (url, host)
         for host in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost"):
             assert _status(url, host) == 200, (url, host)
-    refused = httpx.get(pages[0], headers={"Host": "evil.example"}, timeout=10)
+    refused = httpx.get(pages[0], headers={"Host": "evil.example"}, timeout=10, verify=TLS)
     assert "evil.example" not in refused.text
 
 

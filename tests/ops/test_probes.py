@@ -16,7 +16,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.databases import run_sql
-from tests.support.gateway import KASSA, Gateway, Merchant, free_port, new_merchant
+from tests.support.gateway import KASSA, TLS, Gateway, Merchant, free_port, new_merchant
 from tests.support.receiver import Receiver, running
 
 DASHBOARD = Path(__file__).parents[2] / "docs" / "grafana" / "kassa.json"
@@ -28,7 +28,7 @@ def scrape(gateway: Gateway) -> Samples:
 
 
 def scrape_at(ops: str) -> Samples:
-    answer = httpx.get(f"{ops}/metrics", timeout=10)
+    answer = httpx.get(f"{ops}/metrics", timeout=10, verify=TLS)
     assert answer.status_code == 200
     assert answer.headers["content-type"].startswith("text/plain")
     return {
@@ -113,12 +113,12 @@ def test_the_figures_of_every_server_process_are_added_up(gateway_factory: Calla
 
 def test_metrics_and_health_are_not_on_the_merchant_api_listener(shared_gateway: Gateway) -> None:
     for path in ("/metrics", "/livez", "/readyz", "/paynet/metrics"):
-        assert httpx.get(f"http://127.0.0.1:{shared_gateway.port}{path}", timeout=10).status_code == 404
+        assert httpx.get(f"http://127.0.0.1:{shared_gateway.port}{path}", timeout=10, verify=TLS).status_code == 404
 
 
 def test_a_serving_gateway_is_alive_and_ready_with_every_check_named(shared_gateway: Gateway) -> None:
-    assert httpx.get(f"{shared_gateway.ops}/livez", timeout=10).json() == {"status": "alive"}
-    ready = httpx.get(f"{shared_gateway.ops}/readyz", timeout=10)
+    assert httpx.get(f"{shared_gateway.ops}/livez", timeout=10, verify=TLS).json() == {"status": "alive"}
+    ready = httpx.get(f"{shared_gateway.ops}/readyz", timeout=10, verify=TLS)
     assert ready.status_code == 200
     body = ready.json()
     assert body["status"] == "ready"
@@ -129,7 +129,7 @@ def test_a_serving_gateway_is_alive_and_ready_with_every_check_named(shared_gate
 def test_a_schema_behind_the_code_makes_the_process_not_ready(gateway_factory: Callable[..., Gateway]) -> None:
     gateway = gateway_factory()
     run_sql(gateway.database_url, "UPDATE alembic_version SET version_num = '0013'")
-    ready = httpx.get(f"{gateway.ops}/readyz", timeout=10)
+    ready = httpx.get(f"{gateway.ops}/readyz", timeout=10, verify=TLS)
     assert ready.status_code == 503
     assert ready.json()["status"] == "not ready"
     assert "kassa db upgrade" in ready.json()["checks"]["migrations"]
@@ -143,7 +143,7 @@ def test_a_vault_key_that_does_not_open_stored_data_makes_the_process_not_ready(
     first.stop()
     other_key = "b29vb29vb29vb29vb29vb29vb29vb29vb29vb29vb28="  # not the key the data was sealed with
     second = gateway_factory(KASSA_VAULT_KEY=other_key)
-    ready = httpx.get(f"{second.ops}/readyz", timeout=10)
+    ready = httpx.get(f"{second.ops}/readyz", timeout=10, verify=TLS)
     assert ready.status_code == 503
     assert "KASSA_VAULT_KEY" in ready.json()["checks"]["vault"]
     assert ready.json()["checks"]["database"] == "ok"
@@ -159,8 +159,8 @@ def test_a_worker_process_serves_its_own_health_and_figures_and_stops_on_sigterm
     try:
         ops = f"http://127.0.0.1:{port}"
         wait_for_ready(ops)
-        checks = httpx.get(f"{ops}/readyz", timeout=10).json()["checks"]
-        assert httpx.get(f"{ops}/readyz", headers={"Host": "evil.example"}, timeout=10).status_code == 421
+        checks = httpx.get(f"{ops}/readyz", timeout=10, verify=TLS).json()["checks"]
+        assert httpx.get(f"{ops}/readyz", headers={"Host": "evil.example"}, timeout=10, verify=TLS).status_code == 421
         assert checks["workers"].startswith("ok (") and checks["workers"] != "ok (none in this process)"
         merchant = new_merchant(gateway, f"worker-{uuid.uuid4().hex[:8]}")
         sale = merchant.sale(f"w-{uuid.uuid4().hex[:8]}")
@@ -177,7 +177,7 @@ def wait_for_ready(ops: str, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            if httpx.get(f"{ops}/readyz", timeout=5).status_code == 200:
+            if httpx.get(f"{ops}/readyz", timeout=5, verify=TLS).status_code == 200:
                 return
         except httpx.TransportError:
             pass

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import httpx
 
-from tests.support.gateway import ESTABLISHED, JSON_ACCEPT, Gateway, children_of, new_merchant, sockets_on
+from tests.support.gateway import ESTABLISHED, JSON_ACCEPT, TLS, Gateway, children_of, new_merchant, sockets_on
 
 CONNECTIONS = 24
 
@@ -29,7 +29,7 @@ def test_two_processes_serve_one_port(gateway_factory: Callable[..., Gateway]) -
     children = children_of(gateway.process.pid)
     assert len(children) == 2
     merchant = new_merchant(gateway, f"procs-{uuid.uuid4().hex[:8]}")
-    clients = [httpx.Client(timeout=30) for _ in range(CONNECTIONS)]
+    clients = [httpx.Client(timeout=30, verify=TLS) for _ in range(CONNECTIONS)]
     try:
         orderids = []
         for n, client in enumerate(clients):

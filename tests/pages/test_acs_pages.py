@@ -56,7 +56,9 @@ def test_acs_method_page_serves_a_live_method_session_and_only_while_it_is_open(
     order = merchant.sale("acs-m-1", cvv2="324").json()["paynet-order-id"]
     method = merchant.wait_stage(order, leaving="sale_processing")
     assert method["order-stage"] == "sale_3d_method"
-    shown = httpx.post(method["threeds-method-url"], data={"threeDSMethodData": method["threeds-method-data"]})
+    shown = httpx.post(
+        method["threeds-method-url"], data={"threeDSMethodData": method["threeds-method-data"]}, verify=TLS
+    )
     assert shown.status_code == 200, shown.text
     assert merchant.gateway.base + "/3ds/method-notification" in shown.text
     assert_policy_intact(shown)

@@ -29,7 +29,7 @@ from tests.support.acquirer_host import host_on_a_thread, iso_connection, restar
 from tests.support.balances import available, credit
 from tests.support.cards import pan_ending
 from tests.support.databases import run_sql
-from tests.support.gateway import Gateway, Merchant, free_port, new_merchant
+from tests.support.gateway import TLS, Gateway, Merchant, free_port, new_merchant
 from tests.support.oauth import key_pair, register_key
 from tests.support.operations import account_verification, capture, final, preauth, refund, void
 from tests.support.receiver import Receiver, running
@@ -297,10 +297,10 @@ def test_a_live_endpoint_whose_every_connection_is_down_makes_the_process_not_re
     gateway, name = gateway_factory(), f"acq-down-{next(_names)}"
     _new_connection(gateway, name, free_port(), response_timeout="0.2")
     live = new_merchant(gateway, "iso-down", live=True, connections=(name,))
-    assert httpx.get(f"{gateway.ops}/readyz", timeout=10).status_code == 200
+    assert httpx.get(f"{gateway.ops}/readyz", timeout=10, verify=TLS).status_code == 200
     final = live.wait_final(live.sale("down-1").json()["paynet-order-id"])
     assert (final["status"], final["error-code"]) == ("error", "907")
-    answer = httpx.get(f"{gateway.ops}/readyz", timeout=10)
+    answer = httpx.get(f"{gateway.ops}/readyz", timeout=10, verify=TLS)
     assert answer.status_code == 503
     assert str(live.endpoint_id) in answer.json()["checks"]["acquirers"]
 

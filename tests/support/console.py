@@ -14,7 +14,7 @@ import httpx
 import pyotp
 from playwright.sync_api import Page
 
-from tests.support.gateway import TEST_PASSWORD_COST, Gateway
+from tests.support.gateway import TEST_PASSWORD_COST, TLS, Gateway
 
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 
@@ -98,7 +98,9 @@ class ConsoleClient:
     def __init__(self, gateway: Gateway, *, address: str | None = None) -> None:
         self.address = address or new_address()
         headers = {"X-Forwarded-For": self.address}
-        self.http = httpx.Client(base_url=gateway.console, follow_redirects=False, timeout=30, headers=headers)
+        self.http = httpx.Client(
+            base_url=gateway.console, follow_redirects=False, timeout=30, headers=headers, verify=TLS
+        )
 
     def sign_in(self, login: Login, *, password: str | None = None, code: str | None = None) -> httpx.Response:
         form = self.http.get("/sign-in")
@@ -145,7 +147,10 @@ def sign_in_together(gateway: Gateway, attempts: list[SignIn]) -> list[httpx.Res
     async def burst() -> list[httpx.Response]:
         clients = [
             httpx.AsyncClient(
-                base_url=gateway.console, timeout=300, headers={"X-Forwarded-For": a.address or new_address()}
+                base_url=gateway.console,
+                timeout=300,
+                headers={"X-Forwarded-For": a.address or new_address()},
+                verify=TLS,
             )
             for a in attempts
         ]

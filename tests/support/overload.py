@@ -10,7 +10,7 @@ import httpx
 
 from tests.ops.test_probes import Samples, scrape, value
 from tests.support.databases import run_sql
-from tests.support.gateway import Gateway
+from tests.support.gateway import TLS, Gateway
 
 TEST_CLOCK = "KASSA_TEST_CLOCK"
 
@@ -62,6 +62,6 @@ def figures_once(
         ):
             return samples
         if time.monotonic() > deadline:
-            ready = httpx.get(f"{gateway.ops}/readyz", timeout=10).text
+            ready = httpx.get(f"{gateway.ops}/readyz", timeout=10, verify=TLS).text
             raise AssertionError(f"not seen within {timeout} s: signal {signal} s; {ready}")
         time.sleep(0.05)
