@@ -7,6 +7,8 @@ import re
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 import pyotp
@@ -22,7 +24,7 @@ from tests.support.console import (
     new_operator,
     sign_in_together,
 )
-from tests.support.gateway import TEST_PASSWORD_COST, Gateway, Merchant
+from tests.support.gateway import TEST_PASSWORD_COST, TLS, Gateway, Merchant
 
 
 def test_an_admin_signs_in_with_password_and_one_time_code_and_lands_on_the_overview(
@@ -65,6 +67,33 @@ def test_a_hash_of_another_cost_is_made_again_at_the_cost_set_when_its_operator_
     assert ConsoleClient(shared_gateway).sign_in(viewer).status_code == 303
     assert hash_cost_of(shared_gateway, viewer.email) == TEST_PASSWORD_COST
     assert ConsoleClient(shared_gateway).sign_in(viewer).status_code == 303
+
+
+def _resident_mib(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(re.search(r"VmRSS:\s+(\d+) kB", status)[1]) // 1024  # type: ignore[index]
+
+
+def test_the_api_answers_while_the_console_hashes_a_new_operators_password(
+    gateway_factory: Callable[..., Gateway],
+) -> None:
+    # A cost of 256 MiB (2 s here): the process holds the memory exactly while a hash is being made.
+    gateway = gateway_factory(KASSA_PASSWORD_COST="m=262144,t=8,p=1")
+    assert gateway.process is not None
+    admin = ConsoleClient(gateway)
+    assert admin.sign_in(new_operator(gateway, "admin")).status_code == 303
+    resting = _resident_mib(gateway.process.pid)
+    with ThreadPoolExecutor(1) as pool:
+        creating = pool.submit(
+            admin.post, "/operators", {"email": f"new-{uuid.uuid4().hex[:8]}@ops.example", "role": "viewer"}
+        )
+        hashing = lambda: _resident_mib(gateway.process.pid) > resting + 200  # noqa: E731
+        deadline = time.monotonic() + 60
+        while not hashing() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert httpx.get(f"{gateway.base}/openapi.json", timeout=60, verify=TLS).status_code == 200
+        assert hashing() and not creating.done()  # answered while the hash was still being made
+        assert creating.result().status_code == 200
 
 
 def test_five_wrong_passwords_lock_the_account_even_against_the_right_one(
