@@ -9,12 +9,12 @@ import re
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from playwright.sync_api import Page, expect
 
+from tests.support.browser import Screenshots
 from tests.support.console import Login, sign_in_page
 from tests.support.gateway import Gateway, Merchant, free_port
 from tests.support.receiver import Receiver, running
@@ -50,7 +50,7 @@ def _wait_for_text(page: Page, url: str, text: str, count: int, timeout: float =
 
 
 def test_an_admin_sets_up_a_merchant_and_redelivers_its_failed_callback_from_the_order_page(
-    page: Page, shared_gateway: Gateway, operator_of: Callable[..., Login], screenshots: Path
+    page: Page, shared_gateway: Gateway, operator_of: Callable[..., Login], screenshots: Screenshots
 ) -> None:
     sign_in_page(page, shared_gateway, operator_of("admin"))
     login = f"shop-{uuid.uuid4().hex[:8]}"
@@ -81,7 +81,7 @@ def test_an_admin_sets_up_a_merchant_and_redelivers_its_failed_callback_from_the
         detail = f"{shared_gateway.console}/orders/{orderid}"
         _wait_for_text(page, detail, '<tr class="attempt">', 1)
         expect(page.locator("tr.attempt").first).to_contain_text("500")
-        page.screenshot(path=str(screenshots / "console-order.png"), full_page=True)
+        screenshots.take(page, "console-order.png")
 
         page.get_by_role("button", name="Redeliver callbacks").click()
         page.get_by_role("button", name=re.compile("Yes, redeliver")).click()

@@ -9,12 +9,12 @@ import re
 import uuid
 from collections.abc import Callable
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser
 
 from tests.console.test_disputes import charge_back
+from tests.support.browser import Screenshots
 from tests.support.console import ConsoleClient, Login, sign_in_page
 from tests.support.gateway import Gateway, Merchant, new_merchant
 
@@ -94,7 +94,7 @@ def test_every_section_renders_in_chromium_without_a_policy_violation(
     browser: Browser,
     shared_gateway: Gateway,
     operator_of: Callable[..., Login],
-    screenshots: Path,
+    screenshots: Screenshots,
     something_to_show: int,
     width: int,
     height: int,
@@ -111,9 +111,9 @@ def test_every_section_renders_in_chromium_without_a_policy_violation(
         page.goto(f"{shared_gateway.console}{path}")
         page.wait_for_load_state("networkidle")
         name = "overview" if path == "/" else path.strip("/").replace("/", "-")
-        page.screenshot(path=str(screenshots / f"console-{name}{suffix}.png"), full_page=True)
+        screenshots.take(page, f"console-{name}{suffix}.png")
     page.goto(f"{shared_gateway.console}/rules/{something_to_show}")  # a rule's page, with its orders
     page.wait_for_load_state("networkidle")
-    page.screenshot(path=str(screenshots / f"console-rule{suffix}.png"), full_page=True)
+    screenshots.take(page, f"console-rule{suffix}.png")
     context.close()
     assert problems == []

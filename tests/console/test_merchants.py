@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from playwright.sync_api import Page, expect
 
+from tests.support.browser import Screenshots
 from tests.support.console import ConsoleClient, Login, sign_in_page
 from tests.support.gateway import Gateway, Merchant, unreachable_connection
 from tests.support.oauth import with_exponent
@@ -205,7 +206,7 @@ def test_a_viewer_is_refused_every_change_and_nothing_changes(
 
 
 def test_in_a_browser_an_admin_creates_a_merchant_and_credits_its_sandbox_balance(
-    shared_gateway: Gateway, operator_of: Callable[..., Login], page: Page, screenshots: Path
+    shared_gateway: Gateway, operator_of: Callable[..., Login], page: Page, screenshots: Screenshots
 ) -> None:
     sign_in_page(page, shared_gateway, operator_of("admin"))
     page.get_by_role("link", name="Merchants").click()
@@ -214,14 +215,14 @@ def test_in_a_browser_an_admin_creates_a_merchant_and_credits_its_sandbox_balanc
     page.get_by_role("button", name="Create merchant").click()
     expect(page.get_by_role("heading", name=f"Control key of {login}")).to_be_visible()
     expect(page.locator("#control-key")).to_have_text(re.compile(r"^[0-9a-f]{32}$"))
-    page.screenshot(path=str(screenshots / "console-merchant-created.png"), full_page=True)
+    screenshots.take(page, "console-merchant-created.png")
 
     page.get_by_role("link", name="balances and ledger").click()
     page.get_by_label("Amount").fill("12.34")
     page.get_by_label("Reason").fill("browser test funds")
     page.get_by_role("button", name="Credit", exact=True).click()
     expect(page.locator("#balance-USD-sandbox")).to_contain_text("12.34")
-    page.screenshot(path=str(screenshots / "console-balance.png"), full_page=True)
+    screenshots.take(page, "console-balance.png")
     assert shared_gateway.cli("balance", "show", "--merchant", login)[0]["available"] == "12.34"
 
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page
 
+from tests.support.browser import Screenshots
 from tests.support.console import ConsoleClient, Login, sign_in_page
 from tests.support.gateway import Gateway, Merchant
 
@@ -114,7 +114,7 @@ def test_chromium_draws_the_daily_charts_and_htmx_reloads_the_figures(
     shared_gateway: Gateway,
     operator_of: Callable[..., Login],
     page: Page,
-    screenshots: Path,
+    screenshots: Screenshots,
 ) -> None:
     refused: list[str] = []
     page.on("console", lambda message: refused.append(message.text) if message.type == "error" else None)
@@ -123,7 +123,7 @@ def test_chromium_draws_the_daily_charts_and_htmx_reloads_the_figures(
     page.locator("#chart-USD canvas").first.wait_for()
     assert page.locator("#charts").is_visible()
     assert page.evaluate("htmx.config.includeIndicatorStyles") is False
-    page.screenshot(path=str(screenshots / "console-overview.png"), full_page=True)
+    screenshots.take(page, "console-overview.png")
 
     # What the minute's trigger does, at once: fetch the fragment, swap it in, and the charts are redrawn.
     page.evaluate("document.getElementById('chart-list').replaceChildren()")

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page
 
 from tests.api.test_payouts import BANK, CARD, PHONE, check, credit, outcome, pay, payout
+from tests.support.browser import Screenshots
 from tests.support.console import ConsoleClient, Login, sign_in_page
 from tests.support.gateway import Gateway, Merchant
 
@@ -113,10 +113,10 @@ def test_a_sale_is_no_payout(merchant: Merchant, console_as: Callable[[str], Con
 
 
 def test_on_a_phone_the_payouts_list_shows_the_masked_destination(
-    payer: Merchant, shared_gateway: Gateway, operator_of: Callable[..., Login], page: Page, screenshots: Path
+    payer: Merchant, shared_gateway: Gateway, operator_of: Callable[..., Login], page: Page, screenshots: Screenshots
 ) -> None:
     order_id, _ = paid(payer, BANK)
     sign_in_page(page, shared_gateway, operator_of("viewer"))
     page.goto(f"{shared_gateway.console}/payouts?merchant={payer.login}")
     assert page.locator(f'tr[data-order="{order_id}"] td.destination').inner_text() == "bank ****5432"
-    page.screenshot(path=str(screenshots / "console-payouts.png"), full_page=True)
+    screenshots.take(page, "console-payouts.png")

@@ -8,12 +8,12 @@ import datetime
 import re
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Dialog, Page
 
 from tests.api.test_recurring import card_fields, subscription
+from tests.support.browser import Screenshots
 from tests.support.console import ConsoleClient, Login, sign_in_page
 from tests.support.gateway import Gateway, Merchant, new_merchant
 from tests.support.oauth import key_pair, register_key
@@ -113,12 +113,12 @@ def test_a_viewer_posting_the_cancel_form_is_refused_and_the_subscription_stays_
 
 
 def test_in_chromium_the_cancel_button_asks_first_and_a_no_cancels_nothing(
-    shop: Merchant, shared_gateway: Gateway, operator_of: Callable[..., Login], page: Page, screenshots: Path
+    shop: Merchant, shared_gateway: Gateway, operator_of: Callable[..., Login], page: Page, screenshots: Screenshots
 ) -> None:
     payment_id = subscribe(shop)
     sign_in_page(page, shared_gateway, operator_of("admin"))
     page.goto(f"{shared_gateway.console}/subscriptions/{payment_id}")
-    page.screenshot(path=str(screenshots / "console-subscription.png"), full_page=True)
+    screenshots.take(page, "console-subscription.png")
     asked: list[str] = []
 
     def answer(dialog: Dialog, accept: bool) -> None:

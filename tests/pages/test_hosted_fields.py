@@ -9,12 +9,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from importlib import resources
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import ConsoleMessage, FrameLocator, Page, Route, expect
 
 from kassa.domain import hosted_fields as hf
+from tests.support.browser import Screenshots
 from tests.support.checkout import Checkout, serving
 from tests.support.gateway import Merchant
 from tests.support.hosted_fields import TEST_CARD, future_expiry, v4_merchant
@@ -60,12 +60,12 @@ def no_violations(page: Page, console: list[str]) -> None:
 
 
 def test_a_payer_pays_in_the_gateways_fields_and_the_merchants_page_shows_approved(
-    page: Page, checkout: Checkout, console: list[str], screenshots: Path
+    page: Page, checkout: Checkout, console: list[str], screenshots: Screenshots
 ) -> None:
     open_checkout(page, checkout)
     type_card(page)
     expect(page.locator("#card-number")).to_have_class("field hf-field hf-field--filled")
-    page.screenshot(path=str(screenshots / "hosted-fields-light-phone.png"), full_page=True)
+    screenshots.take(page, "hosted-fields-light-phone.png")
     # The card is out of the merchant page's reach: its script sees neither the iframes' documents nor a value.
     reach = page.evaluate(
         """() => Array.from(document.querySelectorAll('iframe')).map(f => {
@@ -163,7 +163,7 @@ def test_the_fields_are_labelled_autocompleted_and_reached_by_tab_in_order_at_ph
 
 
 def test_a_wrong_card_is_explained_in_the_field_and_its_ticket_still_pays_once_corrected(
-    page: Page, checkout: Checkout, console: list[str], screenshots: Path
+    page: Page, checkout: Checkout, console: list[str], screenshots: Screenshots
 ) -> None:
     open_checkout(page, checkout, "?theme=dark")
     type_card(page, number="4444 4444 4444 4444", exp="01/20")  # fails Luhn; expired
@@ -176,7 +176,7 @@ def test_a_wrong_card_is_explained_in_the_field_and_its_ticket_still_pays_once_c
     expect(page.locator("#card-number")).to_have_class("field hf-field hf-field--filled hf-field--error")
     page.click("#pay")
     expect(page.locator("#message")).to_have_text("This card number is not valid: check the digits.")
-    page.screenshot(path=str(screenshots / "hosted-fields-error-dark-phone.png"), full_page=True)
+    screenshots.take(page, "hosted-fields-error-dark-phone.png")
     [problem] = page.evaluate("window.shopLog.errors")
     assert (problem["code"], problem["field"]) == (2002, "card-number")  # checked in the iframe: ticket unspent
     number.fill("")
@@ -185,7 +185,7 @@ def test_a_wrong_card_is_explained_in_the_field_and_its_ticket_still_pays_once_c
     expiry.fill("")
     expiry.press_sequentially(future_expiry().replace("/", ""))
     expect(page.locator("#card-number")).to_have_class("field hf-field hf-field--filled")
-    page.screenshot(path=str(screenshots / "hosted-fields-dark-phone.png"), full_page=True)
+    screenshots.take(page, "hosted-fields-dark-phone.png")
     page.click("#pay")
     expect(page.locator("#result")).to_have_text("Payment approved", timeout=20_000)
     assert len(checkout.sales) == 1

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, expect
 
+from tests.support.browser import Screenshots
 from tests.support.gateway import TLS, Merchant, free_port, sha1
 from tests.support.receiver import Receiver, running
 
@@ -62,7 +62,7 @@ def landed(page: Page, shop: Receiver, m: Merchant) -> dict[str, str]:
 
 
 def test_cardholder_completes_sale_form_and_lands_on_the_shop_with_a_signed_post(
-    page: Page, merchant_for_pages: Merchant, shop: Receiver, screenshots: Path
+    page: Page, merchant_for_pages: Merchant, shop: Receiver, screenshots: Screenshots
 ) -> None:
     url = form_url(merchant_for_pages, "pf-1", shop)
     page.goto(url)
@@ -79,7 +79,7 @@ def test_cardholder_completes_sale_form_and_lands_on_the_shop_with_a_signed_post
     page.fill("#cc-number", "4111 1111 1111 1111")
     expect(page.locator("#brand")).to_have_text("VISA")
     assert page.evaluate("document.scrollingElement.scrollWidth") <= 390  # fits a phone screen
-    page.screenshot(path=str(screenshots / "hosted-form.png"), full_page=True)
+    screenshots.take(page, "hosted-form.png")
     pay(page, url)
     fields = landed(page, shop, merchant_for_pages)
     assert (fields["status"], fields["type"], fields["amount"]) == ("approved", "sale", "25.00")
@@ -87,14 +87,14 @@ def test_cardholder_completes_sale_form_and_lands_on_the_shop_with_a_signed_post
 
 
 def test_field_errors_are_shown_next_to_the_field_in_the_browser_and_by_the_server(
-    page: Page, merchant_for_pages: Merchant, shop: Receiver, screenshots: Path
+    page: Page, merchant_for_pages: Merchant, shop: Receiver, screenshots: Screenshots
 ) -> None:
     url = form_url(merchant_for_pages, "pf-2", shop)
     pay(page, url, number="4111 1111 1111 1112", exp="01/20", cvv="12")
     expect(page.locator("#cc-number-error")).to_contain_text("not valid")
     expect(page.locator("#cc-exp-error")).to_contain_text("expired")
     expect(page.locator("#cc-csc-error")).to_contain_text("3-digit")
-    page.screenshot(path=str(screenshots / "hosted-form-errors.png"), full_page=True)
+    screenshots.take(page, "hosted-form-errors.png")
     page.evaluate("document.getElementById('card-form').submit()")  # past the browser's checks
     expect(page.locator("#cc-number-error")).to_contain_text("not valid")
     assert page.get_attribute("#cc-number", "aria-invalid") == "true"
@@ -122,7 +122,7 @@ def test_used_form_token_shows_an_error_page(page: Page, merchant_for_pages: Mer
 
 
 def test_expired_form_token_shows_an_error_page(
-    page: Page, clock_merchant: Merchant, shop: Receiver, screenshots: Path
+    page: Page, clock_merchant: Merchant, shop: Receiver, screenshots: Screenshots
 ) -> None:
     url = form_url(clock_merchant, "pf-4", shop)
     # Ten seconds before it expires: the test clock runs on with real time, which a loaded machine spends.
@@ -132,18 +132,18 @@ def test_expired_form_token_shows_an_error_page(
     clock_merchant.gateway.advance(11)
     response = page.goto(url)
     assert response is not None and response.status == 410
-    page.screenshot(path=str(screenshots / "hosted-form-expired.png"))
+    screenshots.take(page, "hosted-form-expired.png", full_page=False)
     final = clock_merchant.wait_final(clock_merchant.status(client_orderid="pf-4").json()["paynet-order-id"])
     assert (final["status"], final["error-code"]) == ("declined", "100")
 
 
 @pytest.mark.parametrize(("code", "status"), [("right", "approved"), ("wrong", "declined")])
 def test_3ds_2_challenge_passes_with_the_code_shown_and_fails_with_another(
-    page: Page, merchant_for_pages: Merchant, shop: Receiver, screenshots: Path, code: str, status: str
+    page: Page, merchant_for_pages: Merchant, shop: Receiver, screenshots: Screenshots, code: str, status: str
 ) -> None:
     pay(page, form_url(merchant_for_pages, f"pc-{code}", shop), cvv="321")
     expect(page.locator("#code-hint")).to_be_visible(timeout=15_000)
-    page.screenshot(path=str(screenshots / "acs-challenge.png"), full_page=True)
+    screenshots.take(page, "acs-challenge.png")
     hint = page.inner_text("#code-hint")
     page.fill("#code", hint if code == "right" else "000000" if hint != "000000" else "111111")
     page.click("#submit-code")
@@ -152,11 +152,11 @@ def test_3ds_2_challenge_passes_with_the_code_shown_and_fails_with_another(
 
 
 def test_3ds_method_step_then_frictionless_approval(
-    page: Page, merchant_for_pages: Merchant, shop: Receiver, screenshots: Path
+    page: Page, merchant_for_pages: Merchant, shop: Receiver, screenshots: Screenshots
 ) -> None:
     pay(page, form_url(merchant_for_pages, "pm-1", shop), cvv="323")
     with contextlib.suppress(PlaywrightError):  # the step may already be moving on: the picture is a bonus
-        page.screenshot(path=str(screenshots / "threeds-method.png"))
+        screenshots.take(page, "threeds-method.png", full_page=False)
     assert landed(page, shop, merchant_for_pages)["status"] == "approved"
     order = merchant_for_pages.status(client_orderid="pm-1").json()["paynet-order-id"]
     shown = merchant_for_pages.gateway.cli("order", "show", order)
