@@ -83,6 +83,13 @@ DB_CONNECTIONS_IN_USE: Final = Gauge(
     multiprocess_mode="livesum",
 )
 
+JOB_FAILURES: Final = Counter(
+    "kassa_job_failures",
+    "Job attempts that raised, by kind (logged as 'job failed' with the job's id): retried, or given up when "
+    "none is left, as error 500, or as unknown and reconciled again when a message may have reached an acquirer.",
+    ("kind",),
+)
+
 QUEUE_CLAIMS: Final = Counter(
     "kassa_queue_claims",
     "Claims of queued work (a database transaction each), by consumer: worker (jobs), callbacks. Flat while idle.",

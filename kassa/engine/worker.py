@@ -93,6 +93,8 @@ class Worker(Consumer):
             JobKind.METHOD_TIMEOUT: self._timer(partial(authentication.method_timeout, authenticator)),
             JobKind.SESSION_TIMEOUT: self._timer(authentication.session_timeout),
         }
+        # Each kind's series exists from the start, at 0, as alerts on its increase and dashboards expect.
+        self._failures = {kind: metrics.JOB_FAILURES.labels(kind.value) for kind in JobKind}
 
     async def run(self, stop: asyncio.Event) -> None:
         log.debug("worker started", extra={"worker": self.owner})
@@ -118,6 +120,7 @@ class Worker(Consumer):
             await (self._authorize(job, work) if work is not None else self._runs[job.kind](job))
         except Exception:
             log.exception("job failed", extra={"job": job.id, "attempt": job.attempts})
+            self._failures[job.kind].inc()
             await self._after_failure(job)
 
     def _timer(self, timer: Timer) -> Callable[[Job], Awaitable[None]]:

@@ -79,6 +79,7 @@ def test_a_sale_a_decline_a_refusal_and_their_callbacks_are_each_counted_once(
     assert value(samples, "kassa_callbacks_pending") == 0
     assert ("kassa_db_connections_in_use", frozenset()) in samples  # none may be in use at the scrape
     assert value(samples, "kassa_jobs_queued", kind="process") == 0  # every kind shown, idle ones too
+    assert value(samples, "kassa_job_failures_total", kind="reconcile") == 0
     assert dashboard_metrics() <= {name for name, _ in samples}, "the dashboard charts a metric nobody exposes"
 
 

@@ -23,7 +23,7 @@ from tests.api.test_rebills import rebill
 from tests.api.test_recurring import card_fields, charges, move_to, subscribed
 from tests.api.test_transfers import DESTINATION, SOURCE, money, v2_transfer_by_ref, v4
 from tests.api.test_transfers import final as final_transfer
-from tests.ops.test_probes import scrape
+from tests.ops.test_probes import scrape, value
 from tests.pages.test_threeds_merchant_hosted import through_acs, upload
 from tests.support.acquirer_host import host_on_a_thread, iso_connection, restarted_past_the_lease
 from tests.support.balances import available, credit
@@ -134,7 +134,8 @@ def test_an_approval_whose_last_attempt_failed_before_recording_it_is_reversed_n
     gateway_factory: Callable[..., Gateway], host: AcquirerHost
 ) -> None:
     """The host approved, the job's one attempt failed writing the answer: the transaction is ``unknown``
-    and its reconciliation reverses the approval, as after a crash; it never ends 500 with the money taken."""
+    and its reconciliation reverses the approval, as after a crash; it never ends 500 with the money taken.
+    The failure is counted for operators to alert on."""
     gateway = gateway_factory(
         KASSA_TEST_CLOCK="1",
         KASSA_TEST_FAIL_POINT=crashpoints.ACQUIRER_ANSWER_UNCOMMITTED,
@@ -152,6 +153,9 @@ def test_an_approval_whose_last_attempt_failed_before_recording_it_is_reversed_n
     assert [m["t"] for m in since] == ["0200", "0400"]
     assert since[1]["90"][:10] == "0200" + since[0]["11"]
     assert _messages_of_order(gateway, order) == [("0200", "reversed", 1)]
+    figures = scrape(gateway)
+    assert value(figures, "kassa_job_failures_total", kind="process") == 1
+    assert value(figures, "kassa_job_failures_total", kind="reconcile") == 0
 
 
 DAY = 24 * 3600
