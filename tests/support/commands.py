@@ -5,8 +5,15 @@ it does anything, and the suite runs well over a thousand commands: most of its 
 command to a server (one per test process, started on first use) that imported all of that once; the server
 forks, and the child runs the CLI's ``main`` with the command's arguments, environment, working directory and
 standard streams, then exits as the `kassa` script would. So each command still runs alone in a new process
-(its own umask, settings, database connections and exit status), minus the imports. Long-lived commands
-(``serve``, ``worker``, ``acquirer-sim``) and the tests of what the CLI imports start the real executable.
+(its own umask, settings, database connections and exit status), minus the imports.
+
+``spawn_kassa`` starts a long-lived command the same way and returns at once, with a handle that behaves as
+the ``subprocess.Popen`` of the real executable would (its pid, signals, ``poll``, ``wait``, exit status, a
+signal's as a negative number): the test gateways' ``kassa serve``. The suite starts about two hundred of
+them; each took 0.75 s of CPU to its first answer, 0.22 s forked (the server imports what ``serve`` does).
+A server of several processes (``--processes``) is started from the executable: prometheus-client chooses
+its multiprocess mode when first imported, and the server has imported it. So are ``worker`` and
+``acquirer-sim``, and the tests of what the CLI imports.
 
 Run as ``python tests/support/commands.py SOCKET``: the server's own side (a script, so that the CLI's usage
 lines name `kassa` as the executable's do).
@@ -36,6 +43,21 @@ from typing import BinaryIO
 KASSA = str(Path(sys.executable).parent / "kassa")
 _HEADER = struct.Struct("!I")
 _EXIT = struct.Struct("!i")
+_PID = struct.Struct("!i")
+# What ``kassa serve`` imports after its command's module: the server imports it once too, for spawned gateways.
+_SERVING = (
+    "kassa.api.app",
+    "kassa.console.app",
+    "kassa.ops.connections",
+    "kassa.ops.hosts",
+    "kassa.ops.probes",
+    "kassa.ops.processes",
+    "kassa.runtime",
+    "uvicorn.lifespan.on",
+    "uvicorn.loops.uvloop",
+    "uvicorn.protocols.http.httptools_impl",
+    "uvloop",
+)
 
 
 def run_kassa(args: list[str], env: dict[str, str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -50,6 +72,53 @@ def run_kassa(args: list[str], env: dict[str, str], stdin: str | None = None) ->
         out, err = (files.enter_context(tempfile.TemporaryFile()) for _ in range(2))
         code = _server().run(args, env, (source, out, err))
         return subprocess.CompletedProcess([KASSA, *args], code, _text(out), _text(err))
+
+
+def spawn_kassa(args: list[str], env: dict[str, str], output: BinaryIO) -> Spawned:
+    """``kassa ARGS`` with ``env``, its standard output and error to ``output`` and no standard input, as
+    ``subprocess.Popen`` starts it; returns at once."""
+    with open(os.devnull, "rb") as source:
+        return _server().spawn(args, env, (source, output, output))
+
+
+class Spawned:
+    """A spawned command, as its ``subprocess.Popen`` would show it. The server that forked it waits for it
+    and sends its exit status (``os.waitstatus_to_exitcode``) on the connection that asked for it."""
+
+    def __init__(self, args: list[str], pid: int, conn: socket.socket) -> None:
+        self.args = [KASSA, *args]
+        self.pid = pid
+        self.returncode: int | None = None
+        self._conn = conn
+
+    def poll(self) -> int | None:
+        return self._ended(0)
+
+    def wait(self, timeout: float | None = None) -> int:
+        code = self._ended(timeout)
+        if code is None:
+            raise subprocess.TimeoutExpired(self.args, timeout or 0)
+        return code
+
+    def send_signal(self, sig: int) -> None:
+        if self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def _ended(self, timeout: float | None) -> int | None:
+        if self.returncode is None and select.select([self._conn], [], [], timeout)[0]:
+            answer = _exactly(self._conn, _EXIT.size)
+            if len(answer) < _EXIT.size:
+                raise RuntimeError(f"{' '.join(self.args)} ended without an exit status")
+            self.returncode = _EXIT.unpack(answer)[0]
+            self._conn.close()
+        return self.returncode
 
 
 def _text(file: BinaryIO) -> str:
@@ -80,16 +149,33 @@ class _Server:
         self.process.wait(10)
 
     def run(self, args: list[str], env: dict[str, str], streams: tuple[BinaryIO, BinaryIO, BinaryIO]) -> int:
+        with self._ask(args, env, streams) as conn:
+            answer = _exactly(conn, _PID.size + _EXIT.size)
+        if len(answer) < _PID.size + _EXIT.size:
+            raise RuntimeError(f"kassa {' '.join(args)} ended without an exit status")
+        code: int = _EXIT.unpack_from(answer, _PID.size)[0]
+        return code
+
+    def spawn(self, args: list[str], env: dict[str, str], streams: tuple[BinaryIO, BinaryIO, BinaryIO]) -> Spawned:
+        conn = self._ask(args, env, streams)
+        answer = _exactly(conn, _PID.size)
+        if len(answer) < _PID.size:
+            conn.close()
+            raise RuntimeError(f"kassa {' '.join(args)} did not start")
+        return Spawned(args, _PID.unpack(answer)[0], conn)
+
+    def _ask(self, args: list[str], env: dict[str, str], streams: tuple[BinaryIO, BinaryIO, BinaryIO]) -> socket.socket:
+        """Asks for ``kassa ARGS``: the connection, on which the server sends its pid, then its exit status."""
         request = json.dumps({"args": args, "env": env, "cwd": os.getcwd()}).encode()
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
             conn.connect(self.address)
             socket.send_fds(conn, [_HEADER.pack(len(request))], [stream.fileno() for stream in streams])
             conn.sendall(request)
-            answer = _exactly(conn, _EXIT.size)
-        if len(answer) < _EXIT.size:
-            raise RuntimeError(f"kassa {' '.join(args)} ended without an exit status")
-        code: int = _EXIT.unpack(answer)[0]
-        return code
+        except OSError:
+            conn.close()
+            raise
+        return conn
 
 
 _started: _Server | None = None
@@ -117,11 +203,15 @@ def _exactly(conn: socket.socket, size: int) -> bytes:
 def _serve(address: str) -> None:
     from kassa.ops import cli
 
-    for module in set(cli.COMMAND_MODULES.values()):
-        importlib.import_module(f"kassa.ops.cli.{module}")
+    for module in (*{f"kassa.ops.cli.{name}" for name in cli.COMMAND_MODULES.values()}, *_SERVING):
+        importlib.import_module(module)
     sys.path[0] = str(Path(KASSA).parent)  # as the `kassa` script's, not this folder's
     parent = os.getppid()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # reaps its children on the way out
+    ended_r, ended_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(ended_w)  # a command that ends wakes the loop: its status goes out at once
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    asking: dict[int, socket.socket] = {}  # by command's pid, the connection that asked for it
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
         listener.bind(address)
         listener.listen(64)
@@ -129,30 +219,52 @@ def _serve(address: str) -> None:
         sys.stdout.flush()
         try:
             while os.getppid() == parent:  # ends with the test process that started it
-                if select.select([listener], [], [], 0.2)[0]:
+                ready = select.select([listener, ended_r], [], [], 0.2)[0]
+                if ended_r in ready:
+                    os.read(ended_r, 512)
+                if listener in ready:
                     conn, _ = listener.accept()
-                    if os.fork() == 0:
-                        listener.close()
+                    pid = os.fork()
+                    if pid == 0:
+                        for fd in (listener.fileno(), ended_r, ended_w):
+                            os.close(fd)
                         _child(conn, cli.main)
-                    conn.close()
-                _reap(os.WNOHANG)
+                    _tell(conn, _PID.pack(pid))
+                    asking[pid] = conn
+                _reap(os.WNOHANG, asking)
         finally:
-            _reap(0)
+            for pid in asking:  # a spawned server the tests left running
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            _reap(0, asking)
 
 
-def _reap(options: int) -> None:
-    """Waits for the commands that ended (with 0, for all): their CPU time then counts in this process's."""
+def _reap(options: int, asking: dict[int, socket.socket]) -> None:
+    """Waits for the commands that ended (with 0, for all), and sends each one's exit status as
+    ``subprocess`` gives it (a signal's negative) to the connection that asked for it. Their CPU time then
+    counts in this process's."""
     with contextlib.suppress(ChildProcessError):
-        while os.waitpid(-1, options)[0]:
-            pass
+        while (ended := os.waitpid(-1, options))[0]:
+            conn = asking.pop(ended[0], None)
+            if conn is not None:
+                _tell(conn, _EXIT.pack(os.waitstatus_to_exitcode(ended[1])))
+                conn.close()
+
+
+def _tell(conn: socket.socket, data: bytes) -> None:
+    with contextlib.suppress(OSError):  # the test that asked has gone
+        conn.sendall(data)
 
 
 def _child(conn: socket.socket, main: object) -> None:
     """Runs one command as the `kassa` script does, from its streams to its exit status; never returns."""
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.set_wakeup_fd(-1)
+    for sig in (signal.SIGTERM, signal.SIGCHLD):
+        signal.signal(sig, signal.SIG_DFL)
     header, fds, _, _ = socket.recv_fds(conn, _HEADER.size, 3)
     header += _exactly(conn, _HEADER.size - len(header))
     request = json.loads(_exactly(conn, _HEADER.unpack(header)[0]))
+    conn.close()  # the server sends the exit status: a server this spawns must not hold the connection
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
@@ -166,8 +278,6 @@ def _child(conn: socket.socket, main: object) -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
-    with contextlib.suppress(OSError):
-        conn.sendall(_EXIT.pack(code))
     os._exit(code)
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 
 from tests.support.commands import KASSA as KASSA  # where the tests of processes find it
-from tests.support.commands import run_kassa
+from tests.support.commands import Spawned, run_kassa, spawn_kassa
 
 JSON_ACCEPT = {"Accept": "application/vnd.pay+json"}
 # httpx builds an SSL context, loading the CA bundle, for every client it makes (each httpx.post): 15-50 ms
@@ -91,7 +91,7 @@ class Gateway:
     console_port: int = field(default_factory=free_port)  # every test gateway has its operator console
     ops_port: int = field(default_factory=free_port)  # and its operations listener (metrics, health)
     extra_env: dict[str, str] = field(default_factory=dict)
-    process: subprocess.Popen[bytes] | None = None
+    process: subprocess.Popen[bytes] | Spawned | None = None
     log_path: Path = field(init=False)
 
     def __post_init__(self) -> None:
@@ -145,10 +145,12 @@ class Gateway:
 
     def _started(self, args: tuple[str, ...]) -> bool:
         """True once this gateway answers on its port; False if the port was taken."""
-        log = self.log_path.open("ab")
-        self.process = subprocess.Popen(
-            [KASSA, "serve", "--port", str(self.port), *args], env=self.env, stdout=log, stderr=log
-        )
+        command = ["serve", "--port", str(self.port), *args]
+        with self.log_path.open("ab") as log:
+            if "--processes" in args:  # their figures need prometheus-client imported anew (tests.support.commands)
+                self.process = subprocess.Popen([KASSA, *command], env=self.env, stdout=log, stderr=log)
+            else:
+                self.process = spawn_kassa(command, self.env, log)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
