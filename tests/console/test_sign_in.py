@@ -78,9 +78,9 @@ def _resident_mib(pid: int) -> int:
 def test_the_api_answers_while_the_console_hashes_a_new_operators_password(
     gateway_factory: Callable[..., Gateway],
 ) -> None:
-    # A cost of 256 MiB (2 s here): the process holds the memory exactly while a hash is being made. The
+    # A cost of 256 MiB (1 s here): the process holds the memory exactly while a hash is being made. The
     # admin's sign-in remakes their hash at that cost, before the figure at rest is read.
-    gateway = gateway_factory(KASSA_PASSWORD_COST="m=262144,t=8,p=1")
+    gateway = gateway_factory(KASSA_PASSWORD_COST="m=262144,t=3,p=1")
     assert gateway.process is not None
     pid = gateway.process.pid
     admin = ConsoleClient(gateway)
