@@ -334,6 +334,14 @@ def _settle_all(settled: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
             future.set_exception(value)
 
 
+def one_moment(conn: Connection) -> None:
+    """Makes the rest of ``conn``'s transaction read the database as it was at its first read, as SQLite's
+    read transactions do. On PostgreSQL (READ COMMITTED) each statement reads its own moment, so two
+    statements can see a write's two halves. The first statement of its transaction."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+
+
 def _sqlite_engine(url: str, synchronous: str, busy_timeout_ms: int, *, writer: bool, pool_size: int) -> Engine:
     engine = create_engine(url, pool_size=pool_size, max_overflow=pool_size)
 

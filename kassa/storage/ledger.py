@@ -14,6 +14,7 @@ from kassa.domain.lifecycle import Stage
 from kassa.domain.merchants import Mode
 from kassa.domain.transactions import SETTLING, TxType
 from kassa.storage import balances
+from kassa.storage.database import one_moment
 from kassa.storage.prepared import Prepared, Record
 from kassa.storage.tables import balance_adjustments, endpoints, ledger_entries, orders, transactions
 
@@ -219,7 +220,9 @@ def merchant_entries(conn: Connection, merchant_id: int, before_id: int | None, 
 def check(conn: Connection) -> list[str]:
     """Every problem found: postings that do not balance or mix sandbox and live money, entries in another
     mode than their order's, orders whose ledger balances disagree with what their transactions should
-    have produced, and merchants' balances that are not their ledger's sums."""
+    have produced, and merchants' balances that are not their ledger's sums. Read at one moment: on a live
+    gateway, sales recorded while it reads would otherwise show half recorded."""
+    one_moment(conn)
     e = ledger_entries.c
     problems = [
         f"posting {posting} does not sum to zero ({total})"

@@ -3,14 +3,16 @@ money are two ledgers and two balances, which the check keeps apart."""
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, event, select, update
 
-from kassa.domain.ledger import Account
+from kassa.domain.ledger import Account, Balances, posting
+from kassa.domain.lifecycle import Stage
 from kassa.domain.merchants import Mode
+from kassa.domain.transactions import TxType, rule
 from kassa.storage import balances, ledger, merchants
 from kassa.storage.database import Database
 from kassa.storage.tables import balances as balances_table
-from kassa.storage.tables import ledger_entries, orders
+from kassa.storage.tables import endpoints, ledger_entries, orders, transactions
 from tests.support.databases import TEST_VAULT, nowhere_connection
 
 
@@ -105,3 +107,44 @@ def test_the_check_names_an_entry_in_another_mode_than_its_order(db: Database) -
 def _mode_and_balance_problems(db: Database) -> list[str]:
     """What the check finds, but of orders against their transactions (these orders have none)."""
     return [problem for problem in db.read_sync(ledger.check) if not problem.startswith("order ")]
+
+
+def test_the_check_reads_one_moment_while_sales_are_recorded_between_its_statements(db: Database) -> None:
+    # After each statement of the check, one more approved sale is recorded whole (its order, transaction and
+    # postings in one commit) by another connection. A check whose statements each read the database of their
+    # own moment sees a transaction without its postings, or postings without their transaction: on a live
+    # gateway, problems that are not there.
+    merchant_id, _ = db.write_sync(_order)
+    endpoint_id = db.read_sync(
+        lambda conn: conn.scalar(select(endpoints.c.id).where(endpoints.c.merchant_id == merchant_id))
+    )
+    recorded: list[int] = []
+
+    def sale(conn: Connection) -> None:
+        row = {
+            "merchant_id": merchant_id, "endpoint_id": endpoint_id,
+            "client_orderid": f"moving-{len(recorded)}", "tx_type": "sale", "amount": 10, "currency": "KWD",
+            "request_fingerprint": "f", "created_at_ms": 0, "mode": Mode.SANDBOX.value,
+        }  # fmt: skip
+        order_id = conn.execute(orders.insert().values(row)).inserted_primary_key[0]
+        tx = {
+            "order_id": order_id, "serial_number": f"moving-{len(recorded)}", "tx_type": "sale",
+            "stage": Stage.APPROVED.value, "amount": 10, "currency": "KWD", "created_at_ms": 0, "updated_at_ms": 0,
+        }  # fmt: skip
+        tx_id = conn.execute(transactions.insert().values(tx)).inserted_primary_key[0]
+        order = {"id": order_id, "merchant_id": merchant_id, "currency": "KWD", "mode": Mode.SANDBOX.value}
+        for effect in (rule(TxType.SALE).on_opened, rule(TxType.SALE).on_approved):
+            ledger.post(conn, order, tx_id, posting(effect, 10, Balances.of({}), multi_capture=False), 0)
+        recorded.append(order_id)
+
+    def one_more(*_: object) -> None:
+        if len(recorded) < 10:
+            db.write_sync(sale)
+
+    def checked(conn: Connection) -> list[str]:
+        event.listen(conn, "after_cursor_execute", one_more)
+        return ledger.check(conn)
+
+    assert db.read_sync(checked) == []
+    assert len(recorded) > 3  # sales were recorded while it read
+    assert db.read_sync(ledger.check) == []  # and each was whole
