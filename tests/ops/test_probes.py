@@ -38,6 +38,14 @@ def scrape_at(ops: str) -> Samples:
     }
 
 
+def scrape_when(gateway: Gateway, condition: Callable[[Samples], bool], timeout: float = 10) -> Samples:
+    """The first scrape that meets ``condition``, or the one at ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not condition(samples := scrape(gateway)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return samples
+
+
 def value(samples: Samples, name: str, **labels: str) -> float:
     return samples.get((name, frozenset(labels.items())), 0.0)
 
@@ -59,7 +67,8 @@ def test_a_sale_a_decline_a_refusal_and_their_callbacks_are_each_counted_once(
         refused = gateway.post(f"/api/v2/sale/{merchant.endpoint_id}", {**merchant.sale_fields("bad"), "control": "0"})
         assert refused.json()["error-code"] == "2"
         receiver.wait_for(2)
-        samples = scrape(gateway)
+        # The receiver has both a moment before the gateway counts the second delivery.
+        samples = scrape_when(gateway, lambda s: value(s, "kassa_callback_attempts_total", result="delivered") >= 2)
 
     assert value(samples, "kassa_requests_total", operation="SALE", http_status="200", error_code="") == 2
     refusals = value(
