@@ -1,5 +1,6 @@
-"""A real Kassa gateway in a subprocess, started as operators start it (`kassa serve`), and a merchant's
-client that signs requests the way merchant code does."""
+"""A real Kassa gateway in a process of its own, started as operators start it (`kassa serve`: the CLI's
+``main``, in a process forked from one that imported it, ``tests.support.commands``), and a merchant's client
+that signs requests the way merchant code does."""
 
 from __future__ import annotations
 
