@@ -225,9 +225,11 @@ def _serve(address: str) -> None:
                 if listener in ready:
                     conn, _ = listener.accept()
                     pid = os.fork()
-                    if pid == 0:
-                        for fd in (listener.fileno(), ended_r, ended_w):
-                            os.close(fd)
+                    if pid == 0:  # the child keeps none of the server's descriptors: a gateway lives long
+                        for kept in (listener, *asking.values()):
+                            kept.close()
+                        os.close(ended_r)
+                        os.close(ended_w)
                         _child(conn, cli.main)
                     _tell(conn, _PID.pack(pid))
                     asking[pid] = conn
