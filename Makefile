@@ -51,14 +51,10 @@ lint: $(STAMP)
 # Tests start hundreds of gateway and CLI processes: with PYTHONDONTWRITEBYTECODE set (as on this project's
 # machines) each would compile Kassa's sources anew, so the bytecode is written once first. pytest keeps the
 # test modules it rewrites for assertions only where bytecode may be written: without that, each of its
-# workers spent 8 s of CPU rewriting all of them on every run. Lint runs beside the suite, its output shown
-# after it: alone it kept one core of two idle for 40 s (mypy is one process). Either failing fails the target.
-test: $(STAMP) services
+# workers spent 8 s of CPU rewriting all of them on every run.
+test: $(STAMP) services lint
 	$(VENV)/bin/python -m compileall -q kassa tests clients/python/src
-	$(MAKE) --no-print-directory lint > $(VENV)/lint.log 2>&1 & linting=$$!; \
-	  env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/pytest; tested=$$?; \
-	  wait $$linting; linted=$$?; echo "--- make lint"; cat $(VENV)/lint.log; \
-	  test $$tested -eq 0 -a $$linted -eq 0
+	env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/pytest
 	cd clients/python && KASSA_EXECUTABLE=$(CURDIR)/$(VENV)/bin/kassa ../../$(VENV)/bin/pytest -p no:cacheprovider
 
 crashtest: $(STAMP) services
