@@ -92,6 +92,19 @@ def csrf_of(html: str) -> str:
     return found[1]
 
 
+class _AsBrowsersReconnect(httpx.HTTPTransport):
+    """Sends a request once more, on a new connection, when the server closed the kept-alive connection it
+    went out on without answering, as browsers do: the server closes a connection idle for its keep-alive
+    timeout (uvicorn's 5 s), and a request sent at that moment is never read. A client kept for the session
+    (``console_as``) idles that long between tests."""
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            return super().handle_request(request)
+        except httpx.RemoteProtocolError:
+            return super().handle_request(request)
+
+
 class ConsoleClient:
     """The console over HTTP, as a browser without JavaScript uses it."""
 
@@ -99,7 +112,11 @@ class ConsoleClient:
         self.address = address or new_address()
         headers = {"X-Forwarded-For": self.address}
         self.http = httpx.Client(
-            base_url=gateway.console, follow_redirects=False, timeout=30, headers=headers, verify=TLS
+            base_url=gateway.console,
+            follow_redirects=False,
+            timeout=30,
+            headers=headers,
+            transport=_AsBrowsersReconnect(verify=TLS),
         )
 
     def sign_in(self, login: Login, *, password: str | None = None, code: str | None = None) -> httpx.Response:
