@@ -103,6 +103,12 @@ def test_the_api_answers_while_the_console_hashes_a_new_operators_password(
         assert creating.result().status_code == 200
 
 
+def test_each_test_client_signs_in_from_an_address_no_other_has_used() -> None:
+    # The address limit tests count failures per address: another test's failure from the same one
+    # would be counted too.
+    assert len({new_address() for _ in range(20_000)}) == 20_000
+
+
 def test_five_wrong_passwords_lock_the_account_even_against_the_right_one(
     shared_gateway: Gateway, operator_of: Callable[..., Login]
 ) -> None:
