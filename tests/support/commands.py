@@ -74,9 +74,11 @@ def run_kassa(args: list[str], env: dict[str, str], stdin: str | None = None) ->
         return subprocess.CompletedProcess([KASSA, *args], code, _text(out), _text(err))
 
 
-def spawn_kassa(args: list[str], env: dict[str, str], output: BinaryIO) -> Spawned:
+def spawn_kassa(args: list[str], env: dict[str, str], output: BinaryIO) -> Spawned | subprocess.Popen[bytes]:
     """``kassa ARGS`` with ``env``, its standard output and error to ``output`` and no standard input, as
-    ``subprocess.Popen`` starts it; returns at once."""
+    ``subprocess.Popen`` starts it; returns at once. A server of several processes from the executable."""
+    if "--processes" in args:
+        return subprocess.Popen([KASSA, *args], env=env, stdin=subprocess.DEVNULL, stdout=output, stderr=output)
     with open(os.devnull, "rb") as source:
         return _server().spawn(args, env, (source, output, output))
 
@@ -149,33 +151,23 @@ class _Server:
         self.process.wait(10)
 
     def run(self, args: list[str], env: dict[str, str], streams: tuple[BinaryIO, BinaryIO, BinaryIO]) -> int:
-        with self._ask(args, env, streams) as conn:
-            answer = _exactly(conn, _PID.size + _EXIT.size)
-        if len(answer) < _PID.size + _EXIT.size:
-            raise RuntimeError(f"kassa {' '.join(args)} ended without an exit status")
-        code: int = _EXIT.unpack_from(answer, _PID.size)[0]
-        return code
+        return self.spawn(args, env, streams).wait()
 
     def spawn(self, args: list[str], env: dict[str, str], streams: tuple[BinaryIO, BinaryIO, BinaryIO]) -> Spawned:
-        conn = self._ask(args, env, streams)
-        answer = _exactly(conn, _PID.size)
-        if len(answer) < _PID.size:
-            conn.close()
-            raise RuntimeError(f"kassa {' '.join(args)} did not start")
-        return Spawned(args, _PID.unpack(answer)[0], conn)
-
-    def _ask(self, args: list[str], env: dict[str, str], streams: tuple[BinaryIO, BinaryIO, BinaryIO]) -> socket.socket:
-        """Asks for ``kassa ARGS``: the connection, on which the server sends its pid, then its exit status."""
+        """Asks for ``kassa ARGS``; the server sends its pid on the connection, then its exit status."""
         request = json.dumps({"args": args, "env": env, "cwd": os.getcwd()}).encode()
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             conn.connect(self.address)
             socket.send_fds(conn, [_HEADER.pack(len(request))], [stream.fileno() for stream in streams])
             conn.sendall(request)
-        except OSError:
+            answer = _exactly(conn, _PID.size)
+            if len(answer) < _PID.size:
+                raise RuntimeError(f"kassa {' '.join(args)} did not start")
+        except BaseException:
             conn.close()
             raise
-        return conn
+        return Spawned(args, _PID.unpack(answer)[0], conn)
 
 
 _started: _Server | None = None

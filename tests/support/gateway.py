@@ -146,12 +146,8 @@ class Gateway:
 
     def _started(self, args: tuple[str, ...]) -> bool:
         """True once this gateway answers on its port; False if the port was taken."""
-        command = ["serve", "--port", str(self.port), *args]
         with self.log_path.open("ab") as log:
-            if "--processes" in args:  # their figures need prometheus-client imported anew (tests.support.commands)
-                self.process = subprocess.Popen([KASSA, *command], env=self.env, stdout=log, stderr=log)
-            else:
-                self.process = spawn_kassa(command, self.env, log)
+            self.process = spawn_kassa(["serve", "--port", str(self.port), *args], self.env, log)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
